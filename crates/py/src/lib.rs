@@ -1,0 +1,38 @@
+//! Thin PyO3 binding over `tcplab-core`.
+//!
+//! The boundary is deliberately narrow: one normalized scenario (JSON text) goes in,
+//! one result (JSON text) comes out, once per run. No Python object is touched while
+//! the simulation runs, so the GIL is released for the whole run and sweeps can use
+//! threads.
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+/// Run one simulation. `scenario_json` is the normalized scenario (see
+/// `docs/interface.md`); returns the result as JSON text. Invalid input raises
+/// `ValueError` with a one-line message naming the field.
+#[pyfunction]
+fn run_json(py: Python<'_>, scenario_json: &str) -> PyResult<String> {
+    let text = scenario_json.to_owned();
+    py.detach(move || tcplab_core::api::run_json(&text))
+        .map_err(PyValueError::new_err)
+}
+
+/// Catalogue of the built-in congestion-control algorithms as JSON text.
+#[pyfunction]
+fn ccas_json() -> String {
+    tcplab_core::api::ccas_json()
+}
+
+/// Version of the simulation core.
+#[pyfunction]
+fn core_version() -> &'static str {
+    tcplab_core::VERSION
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(run_json, m)?)?;
+    m.add_function(wrap_pyfunction!(ccas_json, m)?)?;
+    m.add_function(wrap_pyfunction!(core_version, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,1 @@
+"""tcplab: TCP congestion-control lab."""
