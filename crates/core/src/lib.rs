@@ -1,10 +1,22 @@
-//! tcplab-core (work in progress: being written now).
+//! tcplab-core: a deterministic packet-level discrete-event simulator for TCP congestion
+//! control.
+//!
+//! Layout: `time`/`rng`/`event` are the engine; `net` the links and topology; `tcp` the
+//! Linux-like endpoints; `cc` the congestion controllers; `recovery` loss detection and
+//! PRR; `sim` the event loop; `api` JSON in/out. No global state: each `Simulation` owns
+//! everything, so runs can execute in parallel threads.
+pub mod api;
+pub mod cc;
+pub mod config;
+pub mod event;
+pub mod net;
+pub mod recovery;
+pub mod rng;
+pub mod series;
+pub mod sim;
+pub mod stats;
+pub mod tcp;
+pub mod time;
+
+/// Version of the simulation core (stored with every result).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
-pub mod api {
-    pub fn run_json(_s: &str) -> Result<String, String> {
-        Err("core not built yet".into())
-    }
-    pub fn ccas_json() -> String {
-        "[]".into()
-    }
-}

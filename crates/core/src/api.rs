@@ -1,0 +1,247 @@
+//! The run-level API: scenario JSON in, result JSON out (see `docs/interface.md`).
+//! Used by the Python binding and the `tcplab-sim` binary. Never panics on input: invalid
+//! scenarios are errors, and an internal panic is caught and reported as an error.
+use crate::cc::{self, CongestionControl};
+use crate::config::{AppConfig, ConfigError, ScenarioConfig};
+use crate::series::FlowSeries;
+use crate::sim::Simulation;
+use serde::Serialize;
+
+/// RTT statistics of a flow (ns).
+#[derive(Debug, Clone, Serialize)]
+pub struct RttResult {
+    pub count: u64,
+    pub mean_ns: Option<f64>,
+    pub min_ns: Option<u64>,
+    pub p50_ns: Option<u64>,
+    pub p95_ns: Option<u64>,
+    pub max_ns: Option<u64>,
+}
+
+/// Summary of one flow.
+#[derive(Debug, Clone, Serialize)]
+pub struct FlowResult {
+    pub id: u32,
+    pub cca: String,
+    pub start_ns: u64,
+    pub app: &'static str,
+    pub bytes_delivered: u64,
+    pub bytes_sent: u64,
+    pub segments_sent: u64,
+    pub retransmits: u64,
+    pub goodput_bps: f64,
+    pub throughput_bps: f64,
+    pub active_ns: u64,
+    pub completion_ns: Option<u64>,
+    pub rtt: RttResult,
+    pub rto_count: u64,
+    pub fast_recoveries: u64,
+    pub spurious_undos: u64,
+    pub tlp_probes: u64,
+    pub final_cwnd_bytes: u64,
+    pub final_ssthresh_bytes: u64,
+    pub dup_bytes_received: u64,
+    pub acks_sent: u64,
+}
+
+/// Summary of one link direction.
+#[derive(Debug, Clone, Serialize)]
+pub struct LinkResult {
+    pub name: String,
+    pub rate_bps: u64,
+    pub packets_tx: u64,
+    pub bytes_tx: u64,
+    pub utilization: f64,
+    pub queue_drops: u64,
+    pub error_drops: u64,
+    pub queue_mean_pkts: f64,
+    pub queue_max_pkts: u64,
+    pub queue_mean_bytes: f64,
+    pub queue_max_bytes: u64,
+}
+
+/// Per-interval series.
+#[derive(Debug, Clone, Serialize)]
+pub struct SeriesResult {
+    pub interval_ns: u64,
+    pub t_ns: Vec<u64>,
+    pub flows: Vec<FlowSeries>,
+    pub bottleneck_queue_pkts: Vec<f64>,
+    pub bottleneck_utilization: Vec<f64>,
+}
+
+/// The result of a run.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunResult {
+    pub name: String,
+    pub seed: u64,
+    pub duration_ns: u64,
+    pub events: u64,
+    pub core_version: &'static str,
+    pub flows: Vec<FlowResult>,
+    pub links: Vec<LinkResult>,
+    pub series: SeriesResult,
+}
+
+/// Summarize a finished simulation.
+pub fn summarize(sim: &Simulation) -> RunResult {
+    let end = sim.end.ns();
+    let flows = sim
+        .flows
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let st = &f.sender.stats;
+            let rx = &f.receiver.stats;
+            let completion = f.receiver.completion.map(|t| t.ns() - f.start.ns());
+            let active = completion.unwrap_or(end - f.start.ns()).max(1);
+            let h = &st.rtt;
+            FlowResult {
+                id: i as u32,
+                cca: f.cca.clone(),
+                start_ns: f.start.ns(),
+                app: match f.app {
+                    AppConfig::Bulk => "bulk",
+                    AppConfig::File { .. } => "file",
+                },
+                bytes_delivered: rx.bytes_delivered,
+                bytes_sent: st.bytes_sent,
+                segments_sent: st.segments_sent,
+                retransmits: st.retrans_segs,
+                goodput_bps: rx.bytes_delivered as f64 * 8e9 / active as f64,
+                throughput_bps: st.bytes_sent as f64 * 8e9 / active as f64,
+                active_ns: active,
+                completion_ns: completion,
+                rtt: RttResult {
+                    count: h.count(),
+                    mean_ns: h.mean(),
+                    min_ns: h.min(),
+                    p50_ns: h.quantile(0.5),
+                    p95_ns: h.quantile(0.95),
+                    max_ns: h.max(),
+                },
+                rto_count: st.rto_count,
+                fast_recoveries: st.fast_recoveries,
+                spurious_undos: st.undos,
+                tlp_probes: st.tlp_probes,
+                final_cwnd_bytes: f.sender.cwnd_bytes(),
+                final_ssthresh_bytes: f
+                    .sender
+                    .ssthresh_bytes()
+                    .min(u32::MAX as u64 * f.sender.cfg.mss as u64),
+                dup_bytes_received: rx.dup_bytes,
+                acks_sent: rx.acks_sent,
+            }
+        })
+        .collect();
+    let links = [sim.topo.bottleneck_fwd, sim.topo.bottleneck_rev]
+        .iter()
+        .map(|&id| {
+            let l = &sim.topo.links[id as usize];
+            let s = &l.stats;
+            LinkResult {
+                name: l.name.clone(),
+                rate_bps: l.rate_bps,
+                packets_tx: s.packets_tx,
+                bytes_tx: s.bytes_tx,
+                utilization: (s.bytes_tx as f64 * 8.0 / (l.rate_bps as f64 * end as f64 / 1e9))
+                    .min(1.0),
+                queue_drops: s.queue_drops,
+                error_drops: s.error_drops,
+                queue_mean_pkts: s.q_pkts.area as f64 / end as f64,
+                queue_max_pkts: s.q_pkts.max,
+                queue_mean_bytes: s.q_bytes.area as f64 / end as f64,
+                queue_max_bytes: s.q_bytes.max,
+            }
+        })
+        .collect();
+    let sr = &sim.series;
+    RunResult {
+        name: sim.cfg.name.clone(),
+        seed: sim.cfg.seed,
+        duration_ns: end,
+        events: sim.events(),
+        core_version: crate::VERSION,
+        flows,
+        links,
+        series: SeriesResult {
+            interval_ns: sr.interval.ns(),
+            t_ns: sr.t_ns.clone(),
+            flows: sr.flows.clone(),
+            bottleneck_queue_pkts: sr.bottleneck_queue_pkts.clone(),
+            bottleneck_utilization: sr.bottleneck_utilization.clone(),
+        },
+    }
+}
+
+/// Run a scenario given as a config.
+pub fn run(cfg: ScenarioConfig) -> Result<RunResult, ConfigError> {
+    let mut sim = Simulation::new(cfg)?;
+    sim.run();
+    Ok(summarize(&sim))
+}
+
+/// Run a normalized scenario (JSON text) and return the result as JSON text. Errors are
+/// one-line messages; internal panics are caught and reported, never propagated.
+pub fn run_json(text: &str) -> Result<String, String> {
+    let cfg = ScenarioConfig::from_json(text).map_err(|e| e.0)?;
+    let outcome = std::panic::catch_unwind(move || run(cfg));
+    match outcome {
+        Ok(Ok(r)) => serde_json::to_string(&r).map_err(|e| format!("internal error: {e}")),
+        Ok(Err(e)) => Err(e.0),
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown".into());
+            Err(format!("internal error in the simulation core: {msg}"))
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct ParamOut {
+    name: &'static str,
+    default: f64,
+    unit: &'static str,
+    help: &'static str,
+}
+
+#[derive(Serialize)]
+struct CcOut {
+    name: &'static str,
+    summary: &'static str,
+    feedback: &'static str,
+    reference: &'static str,
+    params: Vec<ParamOut>,
+}
+
+/// The algorithm catalogue as JSON text.
+pub fn ccas_json() -> String {
+    let v: Vec<CcOut> = cc::catalogue()
+        .iter()
+        .map(|c| CcOut {
+            name: c.name,
+            summary: c.summary,
+            feedback: c.feedback,
+            reference: c.reference,
+            params: c
+                .params
+                .iter()
+                .map(|p| ParamOut {
+                    name: p.name,
+                    default: p.default,
+                    unit: p.unit,
+                    help: p.help,
+                })
+                .collect(),
+        })
+        .collect();
+    serde_json::to_string(&v).expect("catalogue serializes")
+}
+
+/// Name of the algorithm a built controller reports (sanity helper for tests).
+pub fn cc_name(c: &cc::Cc) -> &'static str {
+    c.name()
+}

@@ -1,0 +1,547 @@
+//! Congestion control: the `CongestionControl` trait, the window it acts on, and the
+//! registry of built-in algorithms.
+//!
+//! The hooks mirror Linux's `tcp_congestion_ops` one to one, because the algorithms are
+//! ported from the kernel modules and must see the same calls in the same order:
+//!
+//! | hook here              | Linux                    | when                                   |
+//! |------------------------|--------------------------|----------------------------------------|
+//! | `on_ack_event`         | `in_ack_event`           | every ACK, before the scoreboard       |
+//! | `on_pkts_acked`        | `pkts_acked`             | ACK that (S)ACKed data, with RTT       |
+//! | `on_congestion_event`  | `ssthresh`               | entering CWR / Recovery / Loss         |
+//! | `cong_avoid`           | `cong_avoid`             | cwnd may grow (not in PRR reduction)   |
+//! | `on_state_change`      | `set_state`              | CA-state transitions                   |
+//! | `on_cwnd_event`        | `cwnd_event`             | TX_START, COMPLETE_CWR, LOSS, ...      |
+//! | `on_spurious_loss`     | `undo_cwnd`              | an undo (spurious recovery/RTO)        |
+//! | `cong_control`         | `cong_control`           | replaces all cwnd logic (BBR)          |
+//!
+//! The window (`Window`) is kept in packets with integer arithmetic as in Linux; its byte
+//! value is `cwnd · mss`. The sender owns it and hands it to hooks together with a read-only
+//! view of the connection, which is all a `tcp_cong.c` module ever touches.
+pub mod cubic;
+pub mod reno;
+
+use crate::config::ConfigError;
+use crate::rng::SimRng;
+use crate::tcp::rate::RateSample;
+use crate::time::{SimDuration, SimTime};
+use std::collections::BTreeMap;
+
+/// Linux `TCP_INFINITE_SSTHRESH`.
+pub const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
+
+/// Linux congestion-avoidance states (`TCP_CA_*`), in Linux's order (comparisons matter).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum CaState {
+    Open = 0,
+    Disorder = 1,
+    Cwr = 2,
+    Recovery = 3,
+    Loss = 4,
+}
+
+/// Linux `tcp_ca_event`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum CwndEvent {
+    /// First transmission when nothing is in flight.
+    TxStart,
+    /// Restart after idle (slow-start after idle).
+    CwndRestart,
+    /// End of a CWR or Recovery reduction.
+    CompleteCwr,
+    /// RTO: entering Loss.
+    Loss,
+    /// ECN: CE-marked / not-marked packet received (DCTCP).
+    EcnIsCe,
+    EcnNoCe,
+}
+
+/// Why the window is being reduced.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum LossKind {
+    /// Fast recovery (SACK/dupACK/RACK detected loss).
+    Recovery,
+    /// ECN echo or a TLP-repaired loss: cwnd reduction without retransmission.
+    Cwr,
+    /// Retransmission timeout.
+    Rto,
+}
+
+/// Per-ACK flags for `on_ack_event` (Linux `CA_ACK_*`).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct AckFlags {
+    /// Not a pure in-order cumulative ACK (SACK, dupACK, …): Linux's slow path.
+    pub slow_path: bool,
+    /// The ACK advertised a new window.
+    pub window_update: bool,
+    /// ECN echo set.
+    pub ece: bool,
+}
+
+/// Linux `struct ack_sample` (for `pkts_acked`).
+#[derive(Copy, Clone, Debug, Default)]
+pub struct AckSample {
+    /// Packets newly cumulatively ACKed.
+    pub pkts_acked: u32,
+    /// RTT of the newest (S)ACKed never-retransmitted segment.
+    pub rtt: Option<SimDuration>,
+    /// Packets in flight before this ACK.
+    pub in_flight: u32,
+}
+
+/// The congestion window and threshold (packets), plus the connection facts Linux
+/// congestion modules read. Hooks write `cwnd`, `ssthresh`, `cwnd_cnt`; the rest is
+/// refreshed by the sender before each call.
+#[derive(Copy, Clone, Debug)]
+pub struct Window {
+    pub cwnd: u32,
+    pub ssthresh: u32,
+    /// Linux `snd_cwnd_cnt`: fractional-increase accumulator of Reno-style growth.
+    pub cwnd_cnt: u32,
+    pub cwnd_clamp: u32,
+    // --- read-only view ---------------------------------------------------------------
+    pub now: SimTime,
+    pub mss: u32,
+    pub srtt: Option<SimDuration>,
+    pub min_rtt: Option<SimDuration>,
+    pub in_flight: u32,
+    pub packets_out: u32,
+    pub snd_una: u64,
+    pub snd_nxt: u64,
+    /// Packets delivered so far (Linux `tp->delivered`) and those marked CE.
+    pub delivered: u64,
+    pub delivered_ce: u64,
+    /// Packets marked lost so far (Linux `tp->lost`).
+    pub lost: u64,
+    /// cwnd was the limit on sending during the last window (Linux `is_cwnd_limited`).
+    pub cwnd_limited: bool,
+    pub max_packets_out: u32,
+    /// cwnd when the current reduction started (Linux `prior_cwnd`).
+    pub prior_cwnd: u32,
+    pub ca_state: CaState,
+    /// Time of the last data transmission (Linux `lsndtime`).
+    pub last_send: SimTime,
+    /// Initial window (packets).
+    pub initial_window: u32,
+    /// The sender paces packets (Linux `sk_pacing_status != SK_PACING_NONE`).
+    pub pacing: bool,
+}
+
+impl Window {
+    pub fn new(initial_window: u32, mss: u32) -> Self {
+        Window {
+            cwnd: initial_window,
+            ssthresh: INFINITE_SSTHRESH,
+            cwnd_cnt: 0,
+            cwnd_clamp: u32::MAX / 2,
+            now: SimTime::ZERO,
+            mss,
+            srtt: None,
+            min_rtt: None,
+            in_flight: 0,
+            packets_out: 0,
+            snd_una: 0,
+            snd_nxt: 0,
+            delivered: 0,
+            delivered_ce: 0,
+            lost: 0,
+            cwnd_limited: false,
+            max_packets_out: 0,
+            prior_cwnd: 0,
+            ca_state: CaState::Open,
+            last_send: SimTime::ZERO,
+            initial_window,
+            pacing: false,
+        }
+    }
+
+    #[inline]
+    pub fn cwnd_bytes(&self) -> u64 {
+        self.cwnd as u64 * self.mss as u64
+    }
+
+    /// Linux `tcp_in_slow_start`.
+    #[inline]
+    pub fn in_slow_start(&self) -> bool {
+        self.cwnd < self.ssthresh
+    }
+
+    /// Linux `tcp_is_cwnd_limited`: growth is allowed only if cwnd was the limit, or in
+    /// slow start while cwnd < 2 × the most packets recently in flight.
+    #[inline]
+    pub fn is_cwnd_limited(&self) -> bool {
+        if self.cwnd_limited {
+            return true;
+        }
+        if self.in_slow_start() {
+            return self.cwnd < 2 * self.max_packets_out;
+        }
+        false
+    }
+
+    /// Linux `tcp_slow_start`: grow by `acked` up to ssthresh; returns the leftover.
+    #[inline]
+    pub fn slow_start(&mut self, acked: u32) -> u32 {
+        let cwnd = (self.cwnd.saturating_add(acked)).min(self.ssthresh);
+        let used = cwnd.saturating_sub(self.cwnd);
+        let left = acked - used.min(acked);
+        self.cwnd = cwnd.min(self.cwnd_clamp);
+        left
+    }
+
+    /// Linux `tcp_cong_avoid_ai`: +1 packet per `w` packets ACKed.
+    #[inline]
+    pub fn cong_avoid_ai(&mut self, w: u32, acked: u32) {
+        let w = w.max(1);
+        if self.cwnd_cnt >= w {
+            self.cwnd_cnt = 0;
+            self.cwnd += 1;
+        }
+        self.cwnd_cnt += acked;
+        if self.cwnd_cnt >= w {
+            let delta = self.cwnd_cnt / w;
+            self.cwnd_cnt -= delta * w;
+            self.cwnd += delta;
+        }
+        self.cwnd = self.cwnd.min(self.cwnd_clamp);
+    }
+
+    /// Linux `tcp_current_ssthresh`.
+    pub fn current_ssthresh(&self) -> u32 {
+        if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
+            self.ssthresh
+        } else {
+            self.ssthresh.max((self.cwnd >> 1) + (self.cwnd >> 2))
+        }
+    }
+
+    /// Linux jiffies at `HZ` = `hz` (some modules count time in jiffies, with its rounding).
+    #[inline]
+    pub fn jiffies(&self, hz: u32) -> u32 {
+        (self.now.ns() / (1_000_000_000 / hz as u64)) as u32
+    }
+
+    /// Linux `tcp_mstamp` in µs (the clock most modules use).
+    #[inline]
+    pub fn now_us(&self) -> u64 {
+        self.now.ns() / 1_000
+    }
+
+    /// The pacing rate Linux keeps in `sk_pacing_rate` even without pacing
+    /// (`tcp_update_pacing_rate`): 200 % of cwnd/srtt in slow start, 120 % after, in bytes/s.
+    pub fn linux_pacing_rate_bytes(&self) -> u64 {
+        let srtt_ns = self.srtt.map_or(0, |d| d.ns());
+        if srtt_ns == 0 {
+            return 0;
+        }
+        let ratio = if self.cwnd < self.ssthresh / 2 {
+            200
+        } else {
+            120
+        };
+        let bytes = self.mss as u128 * self.cwnd.max(self.packets_out) as u128;
+        (bytes * ratio * 1_000_000_000 / 100 / srtt_ns as u128) as u64
+    }
+}
+
+/// What a congestion controller is. Hooks default to doing nothing; `name`,
+/// `on_congestion_event` (Linux `ssthresh`) and `cong_avoid` are required.
+pub trait CongestionControl {
+    fn name(&self) -> &'static str;
+
+    /// Linux `in_ack_event`.
+    fn on_ack_event(&mut self, _w: &mut Window, _flags: AckFlags) {}
+
+    /// Linux `pkts_acked`.
+    fn on_pkts_acked(&mut self, _w: &mut Window, _s: &AckSample) {}
+
+    /// Linux `ssthresh`: the new slow-start threshold (packets) for a reduction.
+    fn on_congestion_event(&mut self, w: &mut Window, kind: LossKind) -> u32;
+
+    /// Linux `cong_avoid`: grow cwnd for `acked` newly delivered packets.
+    fn cong_avoid(&mut self, w: &mut Window, acked: u32);
+
+    /// Linux `set_state`.
+    fn on_state_change(&mut self, _w: &mut Window, _new: CaState) {}
+
+    /// Linux `cwnd_event`.
+    fn on_cwnd_event(&mut self, _w: &mut Window, _ev: CwndEvent) {}
+
+    /// Linux `undo_cwnd`: the cwnd to restore after a spurious reduction
+    /// (default: Reno's `max(cwnd, prior_cwnd)`).
+    fn on_spurious_loss(&mut self, w: &mut Window) -> u32 {
+        w.cwnd.max(w.prior_cwnd)
+    }
+
+    /// Linux `cong_control`: if the algorithm owns cwnd entirely, do it here and return
+    /// true (then PRR and `cong_avoid` are skipped).
+    fn cong_control(&mut self, _w: &mut Window, _rs: &RateSample) -> bool {
+        false
+    }
+
+    /// True if `cong_control` is implemented (Linux checks the pointer).
+    fn has_cong_control(&self) -> bool {
+        false
+    }
+
+    /// Pacing rate the algorithm asks for, in bits per second.
+    fn pacing_rate_bps(&self, _w: &Window) -> Option<u64> {
+        None
+    }
+
+    /// A data segment left (for algorithms that schedule their own sending).
+    fn on_packet_sent(&mut self, _w: &Window, _bytes: u32) {}
+}
+
+/// Facts available when a controller is built.
+#[derive(Copy, Clone, Debug)]
+pub struct FlowInit {
+    pub mss: u32,
+    pub initial_window: u32,
+}
+
+/// One tunable parameter of an algorithm (for `tcplab ccas` and validation).
+#[derive(Copy, Clone, Debug)]
+pub struct ParamSpec {
+    pub name: &'static str,
+    pub default: f64,
+    pub unit: &'static str,
+    pub help: &'static str,
+}
+
+/// Catalogue entry of an algorithm.
+#[derive(Copy, Clone, Debug)]
+pub struct CcInfo {
+    pub name: &'static str,
+    pub summary: &'static str,
+    pub feedback: &'static str,
+    pub reference: &'static str,
+    pub params: &'static [ParamSpec],
+    /// Built-in TCP option overrides (e.g. `newreno` = Reno without SACK).
+    pub sack: Option<bool>,
+}
+
+/// Parameters given in a scenario, checked against an algorithm's `ParamSpec`s.
+#[derive(Debug, Clone)]
+pub struct Params<'a> {
+    cca: &'a str,
+    given: &'a BTreeMap<String, f64>,
+    specs: &'static [ParamSpec],
+}
+
+impl<'a> Params<'a> {
+    pub fn new(
+        cca: &'a str,
+        given: &'a BTreeMap<String, f64>,
+        specs: &'static [ParamSpec],
+    ) -> Result<Self, ConfigError> {
+        for k in given.keys() {
+            if !specs.iter().any(|s| s.name == k) {
+                let allowed: Vec<&str> = specs.iter().map(|s| s.name).collect();
+                return Err(ConfigError(format!(
+                    "cca_params.{k}: unknown parameter for {cca}; allowed: {}",
+                    if allowed.is_empty() {
+                        "none".to_string()
+                    } else {
+                        allowed.join(", ")
+                    }
+                )));
+            }
+        }
+        Ok(Params { cca, given, specs })
+    }
+
+    /// Value of parameter `name` (given or default).
+    pub fn get(&self, name: &str) -> f64 {
+        self.given.get(name).copied().unwrap_or_else(|| {
+            self.specs
+                .iter()
+                .find(|s| s.name == name)
+                .map_or(0.0, |s| s.default)
+        })
+    }
+
+    /// Integer value in `[lo, hi]`, or an error naming the parameter.
+    pub fn int(&self, name: &str, lo: i64, hi: i64) -> Result<i64, ConfigError> {
+        let v = self.get(name);
+        if v.fract() != 0.0 || v < lo as f64 || v > hi as f64 {
+            return Err(ConfigError(format!(
+                "cca_params.{name}: {v} is invalid for {}; allowed: integers {lo} ..= {hi}",
+                self.cca
+            )));
+        }
+        Ok(v as i64)
+    }
+
+    /// Real value in `[lo, hi]`.
+    pub fn real(&self, name: &str, lo: f64, hi: f64) -> Result<f64, ConfigError> {
+        let v = self.get(name);
+        if !(lo..=hi).contains(&v) {
+            return Err(ConfigError(format!(
+                "cca_params.{name}: {v} is invalid for {}; allowed: {lo} ..= {hi}",
+                self.cca
+            )));
+        }
+        Ok(v)
+    }
+
+    pub fn flag(&self, name: &str) -> Result<bool, ConfigError> {
+        Ok(self.int(name, 0, 1)? == 1)
+    }
+}
+
+/// Built-in algorithms (enum dispatch on the hot path; `Custom` for extensions).
+pub enum Cc {
+    Reno(reno::Reno),
+    Cubic(Box<cubic::Cubic>),
+    Custom(Box<dyn CongestionControl + Send>),
+}
+
+macro_rules! dispatch {
+    ($self:ident, $c:ident => $e:expr) => {
+        match $self {
+            Cc::Reno($c) => $e,
+            Cc::Cubic($c) => $e,
+            Cc::Custom($c) => $e,
+        }
+    };
+}
+
+impl CongestionControl for Cc {
+    fn name(&self) -> &'static str {
+        dispatch!(self, c => c.name())
+    }
+    #[inline]
+    fn on_ack_event(&mut self, w: &mut Window, f: AckFlags) {
+        dispatch!(self, c => c.on_ack_event(w, f))
+    }
+    #[inline]
+    fn on_pkts_acked(&mut self, w: &mut Window, s: &AckSample) {
+        dispatch!(self, c => c.on_pkts_acked(w, s))
+    }
+    fn on_congestion_event(&mut self, w: &mut Window, kind: LossKind) -> u32 {
+        dispatch!(self, c => c.on_congestion_event(w, kind))
+    }
+    #[inline]
+    fn cong_avoid(&mut self, w: &mut Window, acked: u32) {
+        dispatch!(self, c => c.cong_avoid(w, acked))
+    }
+    fn on_state_change(&mut self, w: &mut Window, new: CaState) {
+        dispatch!(self, c => c.on_state_change(w, new))
+    }
+    fn on_cwnd_event(&mut self, w: &mut Window, ev: CwndEvent) {
+        dispatch!(self, c => c.on_cwnd_event(w, ev))
+    }
+    fn on_spurious_loss(&mut self, w: &mut Window) -> u32 {
+        dispatch!(self, c => c.on_spurious_loss(w))
+    }
+    #[inline]
+    fn cong_control(&mut self, w: &mut Window, rs: &RateSample) -> bool {
+        dispatch!(self, c => c.cong_control(w, rs))
+    }
+    fn has_cong_control(&self) -> bool {
+        dispatch!(self, c => c.has_cong_control())
+    }
+    #[inline]
+    fn pacing_rate_bps(&self, w: &Window) -> Option<u64> {
+        dispatch!(self, c => c.pacing_rate_bps(w))
+    }
+    #[inline]
+    fn on_packet_sent(&mut self, w: &Window, bytes: u32) {
+        dispatch!(self, c => c.on_packet_sent(w, bytes))
+    }
+}
+
+/// All built-in algorithms, in catalogue order.
+pub fn catalogue() -> Vec<CcInfo> {
+    vec![reno::INFO, reno::NEWRENO_INFO, cubic::INFO]
+}
+
+/// Catalogue entry for `name`.
+pub fn info(name: &str) -> Option<CcInfo> {
+    catalogue().into_iter().find(|i| i.name == name)
+}
+
+/// Build the algorithm `name` with scenario parameters `params`.
+pub fn build(
+    name: &str,
+    params: &BTreeMap<String, f64>,
+    init: &FlowInit,
+    _rng: &mut SimRng,
+) -> Result<Cc, ConfigError> {
+    let Some(ci) = info(name) else {
+        let names: Vec<&str> = catalogue().iter().map(|i| i.name).collect();
+        return Err(ConfigError(format!(
+            "cca: unknown algorithm {name:?}; allowed: {}",
+            names.join(", ")
+        )));
+    };
+    let p = Params::new(name, params, ci.params)?;
+    Ok(match name {
+        "reno" | "newreno" => Cc::Reno(reno::Reno::new(&p, init, ci.name)?),
+        "cubic" => Cc::Cubic(Box::new(cubic::Cubic::new(&p, init)?)),
+        _ => unreachable!("catalogue and build() disagree on {name}"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slow_start_stops_at_ssthresh_and_returns_leftover() {
+        let mut w = Window::new(10, 1448);
+        w.ssthresh = 12;
+        assert_eq!(w.slow_start(5), 3);
+        assert_eq!(w.cwnd, 12);
+    }
+
+    #[test]
+    fn cong_avoid_ai_adds_one_packet_per_window_of_acks() {
+        let mut w = Window::new(10, 1448);
+        for _ in 0..9 {
+            w.cong_avoid_ai(10, 1);
+        }
+        assert_eq!(w.cwnd, 10);
+        w.cong_avoid_ai(10, 1);
+        assert_eq!(w.cwnd, 11);
+        assert_eq!(w.cwnd_cnt, 0);
+    }
+
+    #[test]
+    fn unknown_parameter_is_rejected_with_allowed_list() {
+        let mut given = BTreeMap::new();
+        given.insert("alpah".to_string(), 2.0);
+        let e = build(
+            "cubic",
+            &given,
+            &FlowInit {
+                mss: 1448,
+                initial_window: 10,
+            },
+            &mut SimRng::substream(0, "x"),
+        )
+        .err()
+        .unwrap();
+        assert!(
+            e.0.starts_with("cca_params.alpah: unknown parameter for cubic; allowed: "),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn unknown_algorithm_lists_the_catalogue() {
+        let e = build(
+            "cubik",
+            &BTreeMap::new(),
+            &FlowInit {
+                mss: 1448,
+                initial_window: 10,
+            },
+            &mut SimRng::substream(0, "x"),
+        )
+        .err()
+        .unwrap();
+        assert!(e.0.contains("allowed: reno, newreno, cubic"), "{e}");
+    }
+}

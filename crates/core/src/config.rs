@@ -1,0 +1,379 @@
+//! The normalized scenario the core runs (see `docs/interface.md`).
+//!
+//! Python turns the user's TOML into this form (integer ns, bps, bytes). The core checks it
+//! again, because it is also reachable from the `tcplab-sim` binary and must never panic on
+//! input: every problem becomes a one-line `ConfigError` naming the field.
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// A one-line input error: `<field>: <problem>`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigError(pub String);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl ConfigError {
+    pub fn new(field: &str, problem: impl fmt::Display) -> Self {
+        ConfigError(format!("{field}: {problem}"))
+    }
+}
+
+/// Queue discipline and its size limit.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct QueueConfig {
+    #[serde(default = "default_queue_kind")]
+    pub kind: String,
+    #[serde(default)]
+    pub limit_pkts: Option<u64>,
+    #[serde(default)]
+    pub limit_bytes: Option<u64>,
+}
+
+fn default_queue_kind() -> String {
+    "droptail".into()
+}
+
+/// One direction of a link.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DirConfig {
+    pub rate_bps: u64,
+    pub delay_ns: u64,
+    #[serde(default)]
+    pub per: f64,
+    #[serde(default)]
+    pub ber: f64,
+    pub queue: QueueConfig,
+}
+
+/// The bottleneck link: forward (data) and reverse (ACK) directions.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct BottleneckConfig {
+    pub forward: DirConfig,
+    pub reverse: DirConfig,
+}
+
+/// An access link (same in both directions, no loss, effectively unlimited queue).
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AccessConfig {
+    pub rate_bps: u64,
+    pub delay_ns: u64,
+}
+
+/// What the application does.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum AppConfig {
+    /// Send for the whole run (iperf-like).
+    Bulk,
+    /// Download `size_bytes` (curl-like); completion time is reported.
+    File { size_bytes: u64 },
+}
+
+/// TCP options of one flow (Linux-like defaults).
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct TcpConfig {
+    pub mss_bytes: u32,
+    pub sack: bool,
+    pub dsack: bool,
+    pub timestamps: bool,
+    pub initial_window_pkts: u32,
+    pub rwnd_bytes: u64,
+    pub window_scaling: bool,
+    pub delayed_ack: bool,
+    pub frto: bool,
+    pub rack: bool,
+    pub tlp: bool,
+    pub pacing: bool,
+    pub slow_start_after_idle: bool,
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        TcpConfig {
+            mss_bytes: 1448,
+            sack: true,
+            dsack: true,
+            timestamps: true,
+            initial_window_pkts: 10,
+            rwnd_bytes: 6 * 1024 * 1024,
+            window_scaling: true,
+            delayed_ack: true,
+            frto: true,
+            rack: true,
+            tlp: true,
+            pacing: false,
+            slow_start_after_idle: true,
+        }
+    }
+}
+
+/// One TCP flow.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FlowConfig {
+    pub cca: String,
+    #[serde(default)]
+    pub cca_params: BTreeMap<String, f64>,
+    #[serde(default)]
+    pub start_ns: u64,
+    pub app: AppConfig,
+    #[serde(default)]
+    pub tcp: TcpConfig,
+    #[serde(default)]
+    pub access: Option<AccessConfig>,
+}
+
+/// A complete normalized scenario.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioConfig {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub seed: u64,
+    pub duration_ns: u64,
+    #[serde(default = "default_interval")]
+    pub interval_ns: u64,
+    pub bottleneck: BottleneckConfig,
+    pub access: AccessConfig,
+    pub flows: Vec<FlowConfig>,
+}
+
+fn default_interval() -> u64 {
+    1_000_000_000
+}
+
+/// Longest run accepted: 30 simulated days (time is u64 ns, so this is far from overflow).
+const MAX_DURATION_NS: u64 = 30 * 86_400 * 1_000_000_000;
+const MAX_RATE_BPS: u64 = 10_000_000_000_000; // 10 Tbit/s
+const MAX_DELAY_NS: u64 = 3_600 * 1_000_000_000;
+
+fn check_dir(path: &str, d: &DirConfig) -> Result<(), ConfigError> {
+    if d.rate_bps == 0 || d.rate_bps > MAX_RATE_BPS {
+        return Err(ConfigError::new(
+            &format!("{path}.rate_bps"),
+            format_args!(
+                "{} is out of range; allowed: 1 ..= {MAX_RATE_BPS}",
+                d.rate_bps
+            ),
+        ));
+    }
+    if d.delay_ns > MAX_DELAY_NS {
+        return Err(ConfigError::new(
+            &format!("{path}.delay_ns"),
+            format_args!(
+                "{} is out of range; allowed: 0 ..= {MAX_DELAY_NS}",
+                d.delay_ns
+            ),
+        ));
+    }
+    for (name, v) in [("per", d.per), ("ber", d.ber)] {
+        if !(0.0..1.0).contains(&v) {
+            return Err(ConfigError::new(
+                &format!("{path}.{name}"),
+                format_args!("{v} must be in [0, 1)"),
+            ));
+        }
+    }
+    let q = &d.queue;
+    if q.kind != "droptail" {
+        return Err(ConfigError::new(
+            &format!("{path}.queue.kind"),
+            format_args!("unknown queue discipline {:?}; allowed: droptail", q.kind),
+        ));
+    }
+    match (q.limit_pkts, q.limit_bytes) {
+        (Some(p), None) if p >= 1 => Ok(()),
+        (None, Some(b)) if b >= 1600 => Ok(()),
+        _ => Err(ConfigError::new(
+            &format!("{path}.queue"),
+            "give exactly one of limit_pkts (>= 1) or limit_bytes (>= 1600)",
+        )),
+    }
+}
+
+fn check_access(path: &str, a: &AccessConfig) -> Result<(), ConfigError> {
+    if a.rate_bps == 0 || a.rate_bps > MAX_RATE_BPS {
+        return Err(ConfigError::new(
+            &format!("{path}.rate_bps"),
+            format_args!(
+                "{} is out of range; allowed: 1 ..= {MAX_RATE_BPS}",
+                a.rate_bps
+            ),
+        ));
+    }
+    if a.delay_ns > MAX_DELAY_NS {
+        return Err(ConfigError::new(
+            &format!("{path}.delay_ns"),
+            format_args!(
+                "{} is out of range; allowed: 0 ..= {MAX_DELAY_NS}",
+                a.delay_ns
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn check_tcp(path: &str, t: &TcpConfig) -> Result<(), ConfigError> {
+    if !(64..=65_495).contains(&t.mss_bytes) {
+        return Err(ConfigError::new(
+            &format!("{path}.mss_bytes"),
+            format_args!("{} is out of range; allowed: 64 ..= 65495", t.mss_bytes),
+        ));
+    }
+    if !(1..=100_000).contains(&t.initial_window_pkts) {
+        return Err(ConfigError::new(
+            &format!("{path}.initial_window_pkts"),
+            format_args!(
+                "{} is out of range; allowed: 1 ..= 100000",
+                t.initial_window_pkts
+            ),
+        ));
+    }
+    if t.rwnd_bytes < t.mss_bytes as u64 || t.rwnd_bytes > (1 << 30) {
+        return Err(ConfigError::new(
+            &format!("{path}.rwnd_bytes"),
+            format_args!("{} is out of range; allowed: mss ..= 1 GiB", t.rwnd_bytes),
+        ));
+    }
+    Ok(())
+}
+
+impl ScenarioConfig {
+    /// Parse and check a normalized scenario.
+    pub fn from_json(text: &str) -> Result<ScenarioConfig, ConfigError> {
+        let cfg: ScenarioConfig =
+            serde_json::from_str(text).map_err(|e| ConfigError(format!("scenario: {e}")))?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Check ranges and cross-field constraints.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.duration_ns == 0 || self.duration_ns > MAX_DURATION_NS {
+            return Err(ConfigError::new(
+                "duration_ns",
+                format_args!(
+                    "{} is out of range; allowed: 1 ..= {MAX_DURATION_NS}",
+                    self.duration_ns
+                ),
+            ));
+        }
+        if self.interval_ns < 1_000_000 || self.interval_ns > self.duration_ns {
+            return Err(ConfigError::new(
+                "interval_ns",
+                format_args!(
+                    "{} is out of range; allowed: 1 ms ..= duration",
+                    self.interval_ns
+                ),
+            ));
+        }
+        if self.duration_ns / self.interval_ns > 10_000_000 {
+            return Err(ConfigError::new(
+                "interval_ns",
+                "more than 10 million intervals",
+            ));
+        }
+        check_dir("bottleneck.forward", &self.bottleneck.forward)?;
+        check_dir("bottleneck.reverse", &self.bottleneck.reverse)?;
+        check_access("access", &self.access)?;
+        if self.flows.is_empty() {
+            return Err(ConfigError::new("flows", "at least one flow is needed"));
+        }
+        if self.flows.len() > 100_000 {
+            return Err(ConfigError::new("flows", "more than 100000 flows"));
+        }
+        for (i, f) in self.flows.iter().enumerate() {
+            let p = format!("flows[{i}]");
+            if f.start_ns >= self.duration_ns {
+                return Err(ConfigError::new(
+                    &format!("{p}.start_ns"),
+                    format_args!(
+                        "{} must be before the end of the run ({})",
+                        f.start_ns, self.duration_ns
+                    ),
+                ));
+            }
+            if let AppConfig::File { size_bytes } = f.app {
+                if size_bytes == 0 || size_bytes > (1u64 << 50) {
+                    return Err(ConfigError::new(
+                        &format!("{p}.app.size_bytes"),
+                        format_args!("{size_bytes} is out of range; allowed: 1 ..= 2^50"),
+                    ));
+                }
+            }
+            check_tcp(&format!("{p}.tcp"), &f.tcp)?;
+            if let Some(a) = &f.access {
+                check_access(&format!("{p}.access"), a)?;
+            }
+            for (k, v) in &f.cca_params {
+                if !v.is_finite() {
+                    return Err(ConfigError::new(
+                        &format!("{p}.cca_params.{k}"),
+                        format_args!("{v} is not a finite number"),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base() -> String {
+        r#"{"duration_ns": 1000000000,
+            "bottleneck": {
+              "forward": {"rate_bps": 4000000, "delay_ns": 1000, "queue": {"limit_pkts": 10}},
+              "reverse": {"rate_bps": 4000000, "delay_ns": 1000, "queue": {"limit_pkts": 10}}},
+            "access": {"rate_bps": 1000000000, "delay_ns": 100000},
+            "flows": [{"cca": "reno", "app": {"kind": "bulk"}}]}"#
+            .to_string()
+    }
+
+    #[test]
+    fn minimal_scenario_parses_with_linux_defaults() {
+        let c = ScenarioConfig::from_json(&base()).unwrap();
+        assert_eq!(c.flows[0].tcp.mss_bytes, 1448);
+        assert_eq!(c.flows[0].tcp.initial_window_pkts, 10);
+        assert_eq!(c.interval_ns, 1_000_000_000);
+    }
+
+    #[test]
+    fn per_out_of_range_names_the_field() {
+        let s = base().replace(
+            r#""delay_ns": 1000, "queue""#,
+            r#""delay_ns": 1000, "per": 1.5, "queue""#,
+        );
+        let e = ScenarioConfig::from_json(&s).unwrap_err();
+        assert!(e.0.starts_with("bottleneck.forward.per"), "{e}");
+    }
+
+    #[test]
+    fn unknown_key_is_rejected() {
+        let s = base()
+            .replace(r#""seed""#, r#""sed""#)
+            .replace(r#"{"duration_ns""#, r#"{"bogus": 1, "duration_ns""#);
+        let e = ScenarioConfig::from_json(&s).unwrap_err();
+        assert!(e.0.contains("bogus"), "{e}");
+    }
+
+    #[test]
+    fn zero_rate_is_rejected() {
+        let s = base().replacen("\"rate_bps\": 4000000", "\"rate_bps\": 0", 1);
+        let e = ScenarioConfig::from_json(&s).unwrap_err();
+        assert!(e.0.starts_with("bottleneck.forward.rate_bps"), "{e}");
+    }
+}

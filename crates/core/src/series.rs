@@ -1,0 +1,105 @@
+//! Per-interval time series: goodput, throughput, RTT, cwnd and retransmissions per flow,
+//! plus bottleneck queue and utilization. Memory grows with the number of intervals only.
+use crate::net::link::Link;
+use crate::sim::Flow;
+use crate::time::{SimDuration, SimTime};
+use serde::Serialize;
+
+/// Series of one flow.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct FlowSeries {
+    pub id: u32,
+    pub goodput_bps: Vec<f64>,
+    pub throughput_bps: Vec<f64>,
+    pub rtt_mean_ns: Vec<Option<f64>>,
+    pub cwnd_bytes: Vec<u64>,
+    pub retransmits: Vec<u64>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Prev {
+    delivered: u64,
+    sent: u64,
+    retrans: u64,
+}
+
+/// Collects the series as the run goes.
+#[derive(Debug, Clone)]
+pub struct SeriesRecorder {
+    pub interval: SimDuration,
+    pub t_ns: Vec<u64>,
+    pub flows: Vec<FlowSeries>,
+    pub bottleneck_queue_pkts: Vec<f64>,
+    pub bottleneck_utilization: Vec<f64>,
+    prev: Vec<Prev>,
+    prev_t: SimTime,
+    prev_q_area: u128,
+    prev_bytes_tx: u64,
+}
+
+impl SeriesRecorder {
+    pub fn new(n_flows: usize, interval: SimDuration) -> Self {
+        SeriesRecorder {
+            interval,
+            t_ns: Vec::new(),
+            flows: (0..n_flows)
+                .map(|i| FlowSeries {
+                    id: i as u32,
+                    ..Default::default()
+                })
+                .collect(),
+            bottleneck_queue_pkts: Vec::new(),
+            bottleneck_utilization: Vec::new(),
+            prev: vec![Prev::default(); n_flows],
+            prev_t: SimTime::ZERO,
+            prev_q_area: 0,
+            prev_bytes_tx: 0,
+        }
+    }
+
+    pub fn last_t(&self) -> SimTime {
+        self.prev_t
+    }
+
+    /// Close the interval ending at `now`.
+    pub fn sample(&mut self, now: SimTime, flows: &mut [Flow], bottleneck: &Link) {
+        let dt = now.since(self.prev_t);
+        if dt.ns() == 0 {
+            return;
+        }
+        let secs = dt.as_secs_f64();
+        self.t_ns.push(now.ns());
+        for (i, f) in flows.iter_mut().enumerate() {
+            let s = &mut self.flows[i];
+            let p = &mut self.prev[i];
+            let delivered = f.receiver.stats.bytes_delivered;
+            let sent = f.sender.stats.bytes_sent;
+            let retrans = f.sender.stats.retrans_segs;
+            s.goodput_bps
+                .push((delivered - p.delivered) as f64 * 8.0 / secs);
+            s.throughput_bps.push((sent - p.sent) as f64 * 8.0 / secs);
+            s.retransmits.push(retrans - p.retrans);
+            let st = &mut f.sender.stats;
+            s.rtt_mean_ns
+                .push((st.iv_rtt_n > 0).then(|| st.iv_rtt_sum_ns as f64 / st.iv_rtt_n as f64));
+            st.iv_rtt_n = 0;
+            st.iv_rtt_sum_ns = 0;
+            s.cwnd_bytes.push(f.sender.cwnd_bytes());
+            *p = Prev {
+                delivered,
+                sent,
+                retrans,
+            };
+        }
+        let area = bottleneck.stats.q_pkts.area;
+        self.bottleneck_queue_pkts
+            .push((area - self.prev_q_area) as f64 / dt.ns() as f64);
+        self.prev_q_area = area;
+        let bytes = bottleneck.stats.bytes_tx;
+        let cap_bits = bottleneck.rate_bps as f64 * secs;
+        self.bottleneck_utilization
+            .push(((bytes - self.prev_bytes_tx) as f64 * 8.0 / cap_bits).min(1.0));
+        self.prev_bytes_tx = bytes;
+        self.prev_t = now;
+    }
+}

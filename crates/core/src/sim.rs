@@ -1,0 +1,320 @@
+//! The simulation: owns the clock, event queue, packet pool, topology, flows and series.
+//! A run is a pure function of (scenario, seed): no global state, no wall-clock time, no
+//! hash-ordered iteration.
+use crate::cc::{self, FlowInit};
+use crate::config::{AppConfig, ConfigError, ScenarioConfig};
+use crate::event::{Event, EventQueue, Side, TimerSlot};
+use crate::net::link::Admission;
+use crate::net::packet::{Packet, PacketPool};
+use crate::net::topology::Topology;
+use crate::rng::SimRng;
+use crate::series::SeriesRecorder;
+use crate::tcp::receiver::{Receiver, ReceiverConfig};
+use crate::tcp::sender::{Sender, SenderConfig};
+use crate::time::{SimDuration, SimTime};
+
+const SENDER_SLOTS: [TimerSlot; 3] = [
+    TimerSlot::Retransmit,
+    TimerSlot::Pacing,
+    TimerSlot::Handshake,
+];
+const RECEIVER_SLOTS: [TimerSlot; 2] = [TimerSlot::Ack, TimerSlot::Handshake];
+
+fn slot_index(slot: TimerSlot) -> usize {
+    match slot {
+        TimerSlot::Retransmit => 0,
+        TimerSlot::Pacing => 1,
+        TimerSlot::Ack => 2,
+        TimerSlot::Handshake => 3,
+    }
+}
+
+/// One TCP flow: both endpoints and the earliest pending heap event per timer slot.
+pub struct Flow {
+    pub cca: String,
+    pub start: SimTime,
+    pub app: AppConfig,
+    pub sender: Sender,
+    pub receiver: Receiver,
+    scheduled: [[Option<SimTime>; 4]; 2],
+}
+
+/// Packet accounting for the conservation checks.
+#[derive(Debug, Clone, Default)]
+pub struct PacketCounters {
+    pub created: u64,
+    pub delivered: u64,
+}
+
+/// A running simulation.
+pub struct Simulation {
+    pub cfg: ScenarioConfig,
+    pub(crate) queue: EventQueue,
+    pub(crate) pool: PacketPool,
+    pub topo: Topology,
+    pub flows: Vec<Flow>,
+    pub end: SimTime,
+    out: Vec<Packet>,
+    pub series: SeriesRecorder,
+    pub counters: PacketCounters,
+    finished: bool,
+}
+
+impl Simulation {
+    /// Build a simulation from a validated scenario.
+    pub fn new(cfg: ScenarioConfig) -> Result<Simulation, ConfigError> {
+        cfg.validate()?;
+        let topo = Topology::dumbbell(&cfg);
+        let mut flows = Vec::with_capacity(cfg.flows.len());
+        for (i, f) in cfg.flows.iter().enumerate() {
+            let info = cc::info(&f.cca);
+            let sack = info.and_then(|ci| ci.sack).unwrap_or(f.tcp.sack);
+            let init = FlowInit {
+                mss: f.tcp.mss_bytes,
+                initial_window: f.tcp.initial_window_pkts,
+            };
+            let mut rng = SimRng::substream(cfg.seed, &format!("flow/{i}/cca"));
+            let cc = cc::build(&f.cca, &f.cca_params, &init, &mut rng)
+                .map_err(|e| ConfigError(format!("flows[{i}].{}", e.0)))?;
+            let scfg = SenderConfig {
+                mss: f.tcp.mss_bytes,
+                sack,
+                dsack: f.tcp.dsack && sack,
+                timestamps: f.tcp.timestamps,
+                initial_window: f.tcp.initial_window_pkts,
+                frto: f.tcp.frto,
+                rack: f.tcp.rack && sack,
+                tlp: f.tcp.tlp && sack,
+                pacing: f.tcp.pacing,
+                slow_start_after_idle: f.tcp.slow_start_after_idle,
+                app: f.app,
+            };
+            let rwnd = if f.tcp.window_scaling {
+                f.tcp.rwnd_bytes
+            } else {
+                f.tcp.rwnd_bytes.min(65_535)
+            };
+            let rcfg = ReceiverConfig {
+                mss: f.tcp.mss_bytes,
+                sack,
+                dsack: f.tcp.dsack && sack,
+                timestamps: f.tcp.timestamps,
+                delayed_ack: f.tcp.delayed_ack,
+                rwnd_bytes: rwnd,
+                app: f.app,
+            };
+            flows.push(Flow {
+                cca: f.cca.clone(),
+                start: SimTime(f.start_ns),
+                app: f.app,
+                sender: Sender::new(i as u32, scfg, cc),
+                receiver: Receiver::new(i as u32, rcfg),
+                scheduled: [[None; 4]; 2],
+            });
+        }
+        let end = SimTime(cfg.duration_ns);
+        let interval = SimDuration(cfg.interval_ns);
+        let mut queue = EventQueue::new();
+        for (i, f) in flows.iter().enumerate() {
+            queue.schedule(f.start, Event::FlowStart { flow: i as u32 });
+        }
+        if interval < end.since(SimTime::ZERO) {
+            queue.schedule(SimTime::ZERO + interval, Event::Sample);
+        }
+        let series = SeriesRecorder::new(flows.len(), interval);
+        Ok(Simulation {
+            cfg,
+            queue,
+            pool: PacketPool::new(),
+            topo,
+            flows,
+            end,
+            out: Vec::with_capacity(64),
+            series,
+            counters: PacketCounters::default(),
+            finished: false,
+        })
+    }
+
+    /// Events processed so far.
+    pub fn events(&self) -> u64 {
+        self.queue.events_processed()
+    }
+
+    /// Packets alive in the pool (memory bound check).
+    pub fn live_packets(&self) -> usize {
+        self.pool.live()
+    }
+
+    /// Run to the end of the scenario.
+    pub fn run(&mut self) {
+        self.run_until(self.end);
+        self.finish();
+    }
+
+    /// Process every event strictly before `t` (never beyond the end).
+    pub fn run_until(&mut self, t: SimTime) {
+        let t = t.min(self.end);
+        while let Some(next) = self.queue.peek_time() {
+            if next >= t {
+                break;
+            }
+            let (now, ev) = self.queue.pop().expect("peeked");
+            self.dispatch(now, ev);
+        }
+    }
+
+    fn dispatch(&mut self, now: SimTime, ev: Event) {
+        match ev {
+            Event::LinkDeliver { link } => self.link_deliver(now, link),
+            Event::Timer { flow, side, slot } => self.timer(now, flow, side, slot),
+            Event::FlowStart { flow } => {
+                let f = &mut self.flows[flow as usize];
+                f.sender.start(now, &mut self.out);
+                self.emit(now, flow, Side::Sender);
+                let f = &mut self.flows[flow as usize];
+                f.receiver.start(now, &mut self.out);
+                self.emit(now, flow, Side::Receiver);
+            }
+            Event::Sample => {
+                self.sample(now);
+                let next = now + self.series.interval;
+                if next < self.end {
+                    self.queue.schedule(next, Event::Sample);
+                }
+            }
+        }
+    }
+
+    fn timer(&mut self, now: SimTime, flow: u32, side: Side, slot: TimerSlot) {
+        let si = slot_index(slot);
+        let sd = side as usize;
+        let f = &mut self.flows[flow as usize];
+        if f.scheduled[sd][si] == Some(now) {
+            f.scheduled[sd][si] = None;
+        }
+        match side {
+            Side::Sender => f.sender.on_timer(now, slot, &mut self.out),
+            Side::Receiver => f.receiver.on_timer(now, slot, &mut self.out),
+        }
+        self.emit(now, flow, side);
+    }
+
+    /// Send what an endpoint produced and (re)arm its timers.
+    fn emit(&mut self, now: SimTime, flow: u32, side: Side) {
+        let route = match side {
+            Side::Sender => Topology::data_route(flow),
+            Side::Receiver => Topology::ack_route(flow),
+        };
+        let mut out = std::mem::take(&mut self.out);
+        for mut p in out.drain(..) {
+            p.route = route;
+            p.hop = 0;
+            self.counters.created += 1;
+            let idx = self.pool.insert(p);
+            self.forward(now, idx);
+        }
+        self.out = out;
+        self.sync_timers(flow, side);
+    }
+
+    fn sync_timers(&mut self, flow: u32, side: Side) {
+        let sd = side as usize;
+        let f = &mut self.flows[flow as usize];
+        let slots: &[TimerSlot] = match side {
+            Side::Sender => &SENDER_SLOTS,
+            Side::Receiver => &RECEIVER_SLOTS,
+        };
+        for &slot in slots {
+            let deadline = match side {
+                Side::Sender => f.sender.timer_deadline(slot),
+                Side::Receiver => f.receiver.timer_deadline(slot),
+            };
+            let Some(d) = deadline else { continue };
+            let si = slot_index(slot);
+            let sched = &mut f.scheduled[sd][si];
+            if sched.is_none_or(|s| d < s) {
+                *sched = Some(d);
+                self.queue.schedule(d, Event::Timer { flow, side, slot });
+            }
+        }
+    }
+
+    /// Offer packet `idx` to the link of its current hop.
+    #[inline]
+    fn forward(&mut self, now: SimTime, idx: u32) {
+        let (route, hop, wire) = {
+            let p = self.pool.get(idx);
+            (p.route, p.hop, p.wire_bytes)
+        };
+        let link_id = self.topo.routes[route as usize].links[hop as usize];
+        let link = &mut self.topo.links[link_id as usize];
+        match link.admit(now, wire) {
+            Admission::Arrives(t) => {
+                if link.push(t, idx) {
+                    self.queue.schedule(t, Event::LinkDeliver { link: link_id });
+                }
+            }
+            Admission::QueueDrop | Admission::ErrorDrop => {
+                self.pool.take(idx);
+            }
+        }
+    }
+
+    fn link_deliver(&mut self, now: SimTime, link_id: u32) {
+        let (idx, next) = self.topo.links[link_id as usize].pop();
+        if let Some(t) = next {
+            self.queue.schedule(t, Event::LinkDeliver { link: link_id });
+        }
+        let (route, hop) = {
+            let p = self.pool.get_mut(idx);
+            p.hop += 1;
+            (p.route, p.hop)
+        };
+        let r = &self.topo.routes[route as usize];
+        if (hop as usize) < r.links.len() {
+            self.forward(now, idx);
+            return;
+        }
+        let (flow, side) = (r.dest_flow, r.dest_side);
+        let p = self.pool.take(idx);
+        self.counters.delivered += 1;
+        let f = &mut self.flows[flow as usize];
+        match side {
+            Side::Sender => f.sender.on_packet(now, &p, &mut self.out),
+            Side::Receiver => f.receiver.on_packet(now, &p, &mut self.out),
+        }
+        self.emit(now, flow, side);
+    }
+
+    fn sample(&mut self, now: SimTime) {
+        let fwd = self.topo.bottleneck_fwd as usize;
+        self.topo.links[fwd].sample(now);
+        self.series
+            .sample(now, &mut self.flows, &self.topo.links[fwd]);
+    }
+
+    /// Close the last (possibly partial) interval and the statistics at the end time.
+    pub fn finish(&mut self) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        let end = self.end;
+        for l in &mut self.topo.links {
+            l.sample(end);
+        }
+        if self.series.last_t() < end {
+            self.sample(end);
+        }
+    }
+
+    /// Packets still on links at the end (for conservation accounting).
+    pub fn packets_on_links(&self) -> u64 {
+        self.topo
+            .links
+            .iter()
+            .map(|l| l.in_flight().count() as u64)
+            .sum()
+    }
+}

@@ -1,0 +1,613 @@
+//! The TCP receiver: reassembly, ACK policy and SACK generation, modelled on Linux
+//! (`tcp_data_queue`, `__tcp_ack_snd_check`, `tcp_sack_new_ofo_skb`).
+//!
+//! ACK policy (Linux):
+//! - quick-ACK mode at the start (every segment ACKed, up to 16 ACKs);
+//! - otherwise ACK every second full segment, or after the delayed-ACK timer (40 ms,
+//!   Linux's `TCP_DELACK_MIN`, which bulk transfers see);
+//! - immediately when a hole is filled, for duplicates (with a D-SACK), and for the first
+//!   three ACKs per out-of-order episode; later out-of-order ACKs are compressed
+//!   (delay min(5 % RTT, 1 ms), at most 44 held back).
+//!
+//! SACK blocks (RFC 2018): the block holding the latest segment first, then the most
+//! recently reported ones; at most 3 with timestamps (4 without), a D-SACK taking a slot.
+//! TSecr echoes TS.Recent, taken from segments at or below the last ACKed sequence, so the
+//! sender's RTT includes the delayed-ACK wait (RFC 7323).
+use crate::config::AppConfig;
+use crate::event::TimerSlot;
+use crate::net::packet::{self, flags, Packet, PacketKind, SackBlock, SYN_OPTION_BYTES};
+use crate::tcp::rtt::RttEstimator;
+use crate::tcp::sender::REQUEST_BYTES;
+use crate::time::{SimDuration, SimTime};
+use std::collections::BTreeMap;
+
+/// Linux `TCP_DELACK_MIN`.
+pub const DELACK: SimDuration = SimDuration::from_ms(40);
+/// Linux `TCP_MAX_QUICKACKS`.
+pub const MAX_QUICKACKS: u32 = 16;
+/// Linux `sysctl_tcp_comp_sack_nr` and `sysctl_tcp_comp_sack_delay_ns`.
+pub const COMP_SACK_NR: u32 = 44;
+pub const COMP_SACK_DELAY: SimDuration = SimDuration::from_ms(1);
+/// Linux `TCP_NUM_SACKS`: SACK blocks remembered.
+const NUM_SACKS: usize = 4;
+
+/// Receiver options.
+#[derive(Debug, Clone)]
+pub struct ReceiverConfig {
+    pub mss: u32,
+    pub sack: bool,
+    pub dsack: bool,
+    pub timestamps: bool,
+    pub delayed_ack: bool,
+    pub rwnd_bytes: u64,
+    pub app: AppConfig,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum RcvState {
+    Closed,
+    /// File client: SYN sent.
+    SynSent,
+    /// Bulk server: SYN-ACK sent.
+    SynReceived,
+    Established,
+}
+
+/// Counters of a receiver.
+#[derive(Debug, Clone, Default)]
+pub struct ReceiverStats {
+    /// In-order payload bytes handed to the application.
+    pub bytes_delivered: u64,
+    /// Payload bytes received that were already held (duplicates).
+    pub dup_bytes: u64,
+    pub acks_sent: u64,
+    pub segments_received: u64,
+}
+
+/// The receiver of one flow.
+pub struct Receiver {
+    pub flow: u32,
+    cfg: ReceiverConfig,
+    state: RcvState,
+    start: SimTime,
+    pub rcv_nxt: u64,
+    /// Out-of-order data: merged byte ranges above rcv_nxt.
+    ofo: BTreeMap<u64, u64>,
+    ofo_bytes: u64,
+    sacks: [SackBlock; NUM_SACKS],
+    n_sacks: usize,
+    dsack: Option<SackBlock>,
+    right_edge: u64,
+    rcv_wup: u64,
+    ts_recent: u64,
+    quick: u32,
+    ack_timer: Option<SimTime>,
+    compressed_ack: u32,
+    compressed_ack_rcv_nxt: u64,
+    dup_ack_counter: u32,
+    rcv_rtt_ns: u64,
+    hs_timer: Option<SimTime>,
+    hs_rtt: RttEstimator,
+    hs_sent_at: SimTime,
+    hs_tries: u32,
+    got_data: bool,
+    pub completion: Option<SimTime>,
+    pub stats: ReceiverStats,
+}
+
+impl Receiver {
+    pub fn new(flow: u32, cfg: ReceiverConfig) -> Self {
+        Receiver {
+            flow,
+            right_edge: cfg.rwnd_bytes,
+            cfg,
+            state: RcvState::Closed,
+            start: SimTime::ZERO,
+            rcv_nxt: 0,
+            ofo: BTreeMap::new(),
+            ofo_bytes: 0,
+            sacks: [SackBlock::default(); NUM_SACKS],
+            n_sacks: 0,
+            dsack: None,
+            rcv_wup: 0,
+            ts_recent: 0,
+            quick: 0,
+            ack_timer: None,
+            compressed_ack: 0,
+            compressed_ack_rcv_nxt: u64::MAX,
+            dup_ack_counter: 0,
+            rcv_rtt_ns: 0,
+            hs_timer: None,
+            hs_rtt: RttEstimator::new(),
+            hs_sent_at: SimTime::ZERO,
+            hs_tries: 0,
+            got_data: false,
+            completion: None,
+            stats: ReceiverStats::default(),
+        }
+    }
+
+    fn file_size(&self) -> Option<u64> {
+        match self.cfg.app {
+            AppConfig::File { size_bytes } => Some(size_bytes),
+            AppConfig::Bulk => None,
+        }
+    }
+
+    /// Bytes held out of order (for tests and traces).
+    pub fn ofo_bytes(&self) -> u64 {
+        self.ofo_bytes
+    }
+
+    pub fn timer_deadline(&self, slot: TimerSlot) -> Option<SimTime> {
+        match slot {
+            TimerSlot::Ack => self.ack_timer,
+            TimerSlot::Handshake => self.hs_timer,
+            _ => None,
+        }
+    }
+
+    fn control(&self, now: SimTime, kind: PacketKind) -> Packet {
+        let ts = if self.cfg.timestamps {
+            packet::TS_OPTION_BYTES
+        } else {
+            0
+        };
+        let mut p = Packet {
+            flow: self.flow,
+            kind,
+            ts_val: if self.cfg.timestamps {
+                now.ns().max(1)
+            } else {
+                0
+            },
+            ts_ecr: self.ts_recent,
+            ..Default::default()
+        };
+        p.wire_bytes = match kind {
+            PacketKind::Syn | PacketKind::SynAck => packet::BASE_HEADER_BYTES + SYN_OPTION_BYTES,
+            PacketKind::Request => packet::BASE_HEADER_BYTES + ts + REQUEST_BYTES,
+            _ => packet::BASE_HEADER_BYTES + ts,
+        };
+        p
+    }
+
+    /// The flow starts: a file client opens the connection and will send its request.
+    pub fn start(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        self.start = now;
+        if self.file_size().is_some() {
+            self.state = RcvState::SynSent;
+            self.hs_sent_at = now;
+            out.push(self.control(now, PacketKind::Syn));
+            self.hs_timer = Some(now + self.hs_rtt.rto());
+        }
+    }
+
+    /// A packet from the sender.
+    pub fn on_packet(&mut self, now: SimTime, p: &Packet, out: &mut Vec<Packet>) {
+        match p.kind {
+            PacketKind::Syn => {
+                // Bulk server: answer (again) with a SYN-ACK.
+                if matches!(self.state, RcvState::Closed | RcvState::SynReceived) {
+                    self.state = RcvState::SynReceived;
+                    out.push(self.control(now, PacketKind::SynAck));
+                }
+            }
+            PacketKind::SynAck => {
+                if self.state == RcvState::SynSent
+                    || (self.state == RcvState::Established && !self.got_data)
+                {
+                    if self.state == RcvState::SynSent && self.hs_tries == 0 {
+                        self.hs_rtt.sample(now.since(self.hs_sent_at), 0, 0);
+                    }
+                    self.state = RcvState::Established;
+                    if self.cfg.timestamps {
+                        self.ts_recent = p.ts_val;
+                    }
+                    out.push(self.control(now, PacketKind::Request));
+                    self.hs_timer = Some(now + self.hs_rtt.rto());
+                }
+            }
+            PacketKind::Ack => {
+                if self.state == RcvState::SynReceived {
+                    self.state = RcvState::Established;
+                }
+            }
+            PacketKind::Data => self.on_data(now, p, out),
+            PacketKind::Request => {}
+        }
+    }
+
+    /// Handshake/request retransmission timer of a file client, and the ACK timer.
+    pub fn on_timer(&mut self, now: SimTime, slot: TimerSlot, out: &mut Vec<Packet>) {
+        match slot {
+            TimerSlot::Ack if self.ack_timer.is_some_and(|t| t <= now) => {
+                self.ack_timer = None;
+                self.send_ack(now, out);
+            }
+            TimerSlot::Handshake => {
+                if self.hs_timer.is_none_or(|t| t > now) || self.got_data {
+                    return;
+                }
+                self.hs_tries += 1;
+                let rto = (self.hs_rtt.rto() * 2).min(crate::tcp::rtt::RTO_MAX);
+                self.hs_rtt.set_rto(rto);
+                match self.state {
+                    RcvState::SynSent => {
+                        self.hs_sent_at = now;
+                        out.push(self.control(now, PacketKind::Syn));
+                    }
+                    RcvState::Established => out.push(self.control(now, PacketKind::Request)),
+                    _ => {
+                        self.hs_timer = None;
+                        return;
+                    }
+                }
+                self.hs_timer = Some(now + rto);
+            }
+            _ => {}
+        }
+    }
+
+    fn on_data(&mut self, now: SimTime, p: &Packet, out: &mut Vec<Packet>) {
+        if self.state == RcvState::SynReceived {
+            self.state = RcvState::Established;
+        }
+        if self.state != RcvState::Established {
+            return;
+        }
+        if !self.got_data {
+            self.got_data = true;
+            self.hs_timer = None;
+            self.quick = (self.cfg.rwnd_bytes / (2 * self.cfg.mss as u64))
+                .clamp(2, MAX_QUICKACKS as u64) as u32;
+        }
+        self.stats.segments_received += 1;
+        let seq = p.seq;
+        let end = p.seq + p.len as u64;
+        if self.cfg.timestamps {
+            // RFC 7323 TS.Recent: only from segments at or below the last ACKed sequence.
+            if seq <= self.rcv_wup {
+                self.ts_recent = p.ts_val;
+            }
+            if p.ts_ecr != 0 && p.len >= self.cfg.mss {
+                let m = now.ns().saturating_sub(p.ts_ecr).max(1);
+                self.rcv_rtt_ns = if self.rcv_rtt_ns == 0 {
+                    m
+                } else {
+                    self.rcv_rtt_ns - self.rcv_rtt_ns / 8 + m / 8
+                };
+            }
+        }
+        let _ = p.has(flags::RETRANS); // receivers cannot know; statistics only
+
+        if end <= self.rcv_nxt {
+            // Entirely old: a spurious retransmission. D-SACK it and ACK at once.
+            self.stats.dup_bytes += p.len as u64;
+            if self.cfg.sack && self.cfg.dsack {
+                self.dsack = Some(SackBlock { start: seq, end });
+            }
+            self.quick = MAX_QUICKACKS;
+            self.send_ack(now, out);
+            return;
+        }
+        if seq <= self.rcv_nxt {
+            if seq < self.rcv_nxt {
+                self.stats.dup_bytes += self.rcv_nxt - seq;
+                if self.cfg.sack && self.cfg.dsack {
+                    self.dsack = Some(SackBlock {
+                        start: seq,
+                        end: self.rcv_nxt,
+                    });
+                }
+            }
+            let had_ofo = !self.ofo.is_empty();
+            self.advance(end);
+            // Pull in out-of-order data the segment made contiguous.
+            while let Some((&s, &e)) = self.ofo.first_key_value() {
+                if s > self.rcv_nxt {
+                    break;
+                }
+                self.ofo.remove(&s);
+                self.ofo_bytes -= e - s;
+                if e > self.rcv_nxt {
+                    self.advance(e);
+                }
+            }
+            self.sack_remove();
+            if let Some(size) = self.file_size() {
+                if self.rcv_nxt >= size && self.completion.is_none() {
+                    self.completion = Some(now);
+                }
+            }
+            if had_ofo && self.ofo.is_empty() {
+                // RFC 5681 §4.2: ACK at once when a gap is filled.
+                self.send_ack(now, out);
+                return;
+            }
+            self.ack_check(now, out);
+            return;
+        }
+        // Out of order.
+        self.insert_ofo(seq, end);
+        self.ack_check(now, out);
+    }
+
+    fn advance(&mut self, new_rcv_nxt: u64) {
+        self.stats.bytes_delivered += new_rcv_nxt - self.rcv_nxt;
+        self.rcv_nxt = new_rcv_nxt;
+    }
+
+    /// Queue `[seq, end)` out of order and update the SACK list.
+    fn insert_ofo(&mut self, seq: u64, end: u64) {
+        let mut ms = seq;
+        let mut me = end;
+        let mut covered = 0u64;
+        // Merge with touching/overlapping ranges.
+        let lo = self
+            .ofo
+            .range(..=seq)
+            .next_back()
+            .filter(|(_, &e)| e >= seq)
+            .map(|(&s, _)| s)
+            .unwrap_or(seq);
+        let overlapping: Vec<(u64, u64)> =
+            self.ofo.range(lo..=end).map(|(&s, &e)| (s, e)).collect();
+        for (s, e) in overlapping {
+            covered += e.min(end).saturating_sub(s.max(seq));
+            self.ofo.remove(&s);
+            self.ofo_bytes -= e - s;
+            ms = ms.min(s);
+            me = me.max(e);
+        }
+        if covered == end - seq && self.cfg.sack && self.cfg.dsack {
+            self.dsack = Some(SackBlock { start: seq, end });
+        }
+        self.stats.dup_bytes += covered;
+        self.ofo.insert(ms, me);
+        self.ofo_bytes += me - ms;
+        if !self.cfg.sack {
+            return;
+        }
+        // The merged block goes first; blocks it absorbed disappear (Linux
+        // tcp_sack_new_ofo_skb + tcp_sack_maybe_coalesce).
+        let mut list = [SackBlock::default(); NUM_SACKS];
+        list[0] = SackBlock { start: ms, end: me };
+        let mut n = 1;
+        for b in &self.sacks[..self.n_sacks] {
+            if (b.end < ms || b.start > me) && n < NUM_SACKS {
+                list[n] = *b;
+                n += 1;
+            }
+        }
+        self.sacks = list;
+        self.n_sacks = n;
+    }
+
+    /// Drop SACK blocks now covered by the cumulative ACK (Linux `tcp_sack_remove`).
+    fn sack_remove(&mut self) {
+        let mut n = 0;
+        for i in 0..self.n_sacks {
+            let b = self.sacks[i];
+            if b.start > self.rcv_nxt {
+                self.sacks[n] = b;
+                n += 1;
+            }
+        }
+        self.n_sacks = n;
+    }
+
+    /// Linux `__tcp_ack_snd_check`.
+    fn ack_check(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        let two_segments = self.rcv_nxt - self.rcv_wup > self.cfg.mss as u64;
+        if !self.cfg.delayed_ack || two_segments || self.quick > 0 {
+            self.send_ack(now, out);
+            return;
+        }
+        if self.ofo.is_empty() {
+            // Delayed ACK; an already pending timer keeps its earlier deadline.
+            if self.ack_timer.is_none() {
+                self.ack_timer = Some(now + DELACK);
+            }
+            return;
+        }
+        if !self.cfg.sack || self.compressed_ack >= COMP_SACK_NR {
+            self.send_ack(now, out);
+            return;
+        }
+        if self.compressed_ack_rcv_nxt != self.rcv_nxt {
+            self.compressed_ack_rcv_nxt = self.rcv_nxt;
+            self.dup_ack_counter = 0;
+        }
+        if self.dup_ack_counter < 3 {
+            self.dup_ack_counter += 1;
+            self.send_ack(now, out);
+            return;
+        }
+        self.compressed_ack += 1;
+        if self.ack_timer.is_some() {
+            return;
+        }
+        let rtt_5pct = SimDuration(self.rcv_rtt_ns / 20);
+        let delay = if self.rcv_rtt_ns == 0 {
+            COMP_SACK_DELAY
+        } else {
+            rtt_5pct.min(COMP_SACK_DELAY)
+        };
+        self.ack_timer = Some(now + delay);
+    }
+
+    /// Advertised window: free buffer space, never retreating the right edge (RFC 7323 §2.4).
+    fn window(&mut self) -> u64 {
+        let free = self.cfg.rwnd_bytes.saturating_sub(self.ofo_bytes);
+        self.right_edge = self.right_edge.max(self.rcv_nxt + free);
+        self.right_edge - self.rcv_nxt
+    }
+
+    fn send_ack(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        let mut p = self.control(now, PacketKind::Ack);
+        p.ack = self.rcv_nxt;
+        p.wnd = self.window();
+        if self.cfg.sack {
+            let max_blocks = if self.cfg.timestamps { 3 } else { 4 };
+            let mut n = 0;
+            if let Some(d) = self.dsack.take() {
+                p.sack[0] = d;
+                p.flags |= flags::DSACK;
+                n = 1;
+            }
+            for b in &self.sacks[..self.n_sacks] {
+                if n >= max_blocks {
+                    break;
+                }
+                p.sack[n] = *b;
+                n += 1;
+            }
+            p.n_sack = n as u8;
+            p.wire_bytes = Packet::wire_size(0, self.cfg.timestamps, p.n_sack);
+        }
+        self.rcv_wup = self.rcv_nxt;
+        self.quick = self.quick.saturating_sub(1);
+        self.ack_timer = None;
+        self.compressed_ack = 0;
+        self.stats.acks_sent += 1;
+        out.push(p);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rx(delayed: bool) -> Receiver {
+        let mut r = Receiver::new(
+            0,
+            ReceiverConfig {
+                mss: 1000,
+                sack: true,
+                dsack: true,
+                timestamps: true,
+                delayed_ack: delayed,
+                rwnd_bytes: 100_000,
+                app: AppConfig::Bulk,
+            },
+        );
+        r.state = RcvState::Established;
+        r
+    }
+
+    fn seg(seq: u64) -> Packet {
+        Packet {
+            kind: PacketKind::Data,
+            seq,
+            len: 1000,
+            ts_val: 7,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn after_quickack_every_second_segment_is_acked() {
+        let mut r = rx(true);
+        let mut out = vec![];
+        r.on_data(SimTime(0), &seg(0), &mut out);
+        r.quick = 0; // leave quick-ACK mode
+        out.clear();
+        r.on_data(SimTime(1), &seg(1000), &mut out);
+        assert!(out.is_empty(), "first segment: delayed");
+        assert_eq!(r.ack_timer, Some(SimTime(1) + DELACK));
+        r.on_data(SimTime(2), &seg(2000), &mut out);
+        assert_eq!(out.len(), 1, "second full segment: ACK now");
+        assert_eq!(out[0].ack, 3000);
+        assert_eq!(r.ack_timer, None);
+    }
+
+    #[test]
+    fn out_of_order_segments_are_sacked_most_recent_first() {
+        let mut r = rx(true);
+        let mut out = vec![];
+        r.on_data(SimTime(0), &seg(0), &mut out);
+        out.clear();
+        r.on_data(SimTime(1), &seg(2000), &mut out); // hole at 1000
+        r.on_data(SimTime(2), &seg(5000), &mut out); // second hole
+        r.on_data(SimTime(3), &seg(3000), &mut out); // extends first block
+        assert_eq!(out.len(), 3, "first three out-of-order ACKs are immediate");
+        let last = out.last().unwrap();
+        assert_eq!(last.ack, 1000);
+        assert_eq!(
+            last.sack_blocks(),
+            &[
+                SackBlock {
+                    start: 2000,
+                    end: 4000
+                },
+                SackBlock {
+                    start: 5000,
+                    end: 6000
+                }
+            ]
+        );
+        // Fill the first hole: ACK at once, blocks below rcv_nxt are gone.
+        out.clear();
+        r.on_data(SimTime(4), &seg(1000), &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].ack, 4000);
+        assert_eq!(
+            out[0].sack_blocks(),
+            &[SackBlock {
+                start: 5000,
+                end: 6000
+            }]
+        );
+        assert_eq!(r.stats.bytes_delivered, 4000);
+    }
+
+    #[test]
+    fn duplicate_segment_gets_a_dsack() {
+        let mut r = rx(true);
+        let mut out = vec![];
+        r.on_data(SimTime(0), &seg(0), &mut out);
+        out.clear();
+        r.on_data(SimTime(1), &seg(0), &mut out);
+        assert_eq!(out.len(), 1);
+        assert!(out[0].has(flags::DSACK));
+        assert_eq!(
+            out[0].sack_blocks()[0],
+            SackBlock {
+                start: 0,
+                end: 1000
+            }
+        );
+        assert_eq!(r.stats.bytes_delivered, 1000);
+        assert_eq!(r.stats.dup_bytes, 1000);
+    }
+
+    #[test]
+    fn ts_recent_comes_from_the_segment_at_the_left_edge() {
+        // With delayed ACKs, the ACK for two segments echoes the first one's TSval.
+        let mut r = rx(true);
+        let mut out = vec![];
+        r.on_data(SimTime(0), &seg(0), &mut out); // first segment: quick-ACK mode starts
+        r.quick = 0;
+        out.clear();
+        let mut a = seg(1000);
+        a.ts_val = 100;
+        let mut b = seg(2000);
+        b.ts_val = 200;
+        r.on_data(SimTime(1), &a, &mut out);
+        r.on_data(SimTime(2), &b, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].ts_ecr, 100);
+    }
+
+    #[test]
+    fn window_shrinks_by_out_of_order_data_but_right_edge_never_retreats() {
+        let mut r = rx(false);
+        let mut out = vec![];
+        r.on_data(SimTime(0), &seg(0), &mut out);
+        assert_eq!(out[0].wnd, 100_000);
+        r.on_data(SimTime(1), &seg(2000), &mut out);
+        // Right edge stays at 1000 + 100000; window relative to rcv_nxt=1000 is 100000.
+        assert_eq!(out[1].wnd, 100_000);
+    }
+}

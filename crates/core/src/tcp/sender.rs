@@ -1,0 +1,689 @@
+//! The TCP data sender, modelled on Linux (`tcp_output.c`, `tcp_input.c`, `tcp_timer.c`).
+//!
+//! Sans-IO: every entry point receives `now` and an output buffer; timers are deadlines the
+//! simulation polls after each call (`timer_deadline`). Sequence numbers are 64-bit byte
+//! offsets of the payload stream; the handshake does not consume sequence space.
+//!
+//! The window is in packets (`Window`, Linux style); every segment but a file's last is
+//! MSS-sized and never re-packetized. The flow of an ACK is Linux's `tcp_ack` (see
+//! `ack.rs`); state transitions are `tcp_fastretrans_alert` and friends (`ca_state.rs`).
+use crate::cc::{CaState, Cc, CongestionControl, CwndEvent, Window};
+use crate::config::AppConfig;
+use crate::event::TimerSlot;
+use crate::net::packet::{self, Packet, PacketKind, SYN_OPTION_BYTES};
+use crate::recovery::{Prr, Rack};
+use crate::stats::LogHistogram;
+use crate::tcp::rate::RateSampler;
+use crate::tcp::rtt::{RttEstimator, WindowedMin, RTO_FALLBACK, RTO_INIT, RTO_MAX};
+use crate::tcp::scoreboard::{segflags, Scoreboard};
+use crate::time::{serialization_time, SimDuration, SimTime};
+
+/// Linux `tcp_min_rtt_wlen`: the min-RTT filter window.
+pub const MIN_RTT_WINDOW: SimDuration = SimDuration::from_secs(300);
+/// Linux `TCP_TIMEOUT_MIN` added to the probe timeout when several packets are out.
+pub const TLP_MIN_EXTRA: SimDuration = SimDuration::from_ms(2);
+/// Linux `sysctl_tcp_reordering` (the DupThresh).
+pub const DUPTHRESH: u32 = 3;
+/// Size of the client's request in a file download (an HTTP GET).
+pub const REQUEST_BYTES: u32 = 100;
+
+/// Per-connection options of the sender.
+#[derive(Debug, Clone)]
+pub struct SenderConfig {
+    pub mss: u32,
+    pub sack: bool,
+    pub dsack: bool,
+    pub timestamps: bool,
+    pub initial_window: u32,
+    pub frto: bool,
+    pub rack: bool,
+    pub tlp: bool,
+    pub pacing: bool,
+    pub slow_start_after_idle: bool,
+    pub app: AppConfig,
+}
+
+/// Connection state (RFC 793 names) as far as the data sender needs them.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ConnState {
+    /// Bulk: not started. File: waiting for the client's SYN.
+    Closed,
+    /// Bulk: our SYN is out.
+    SynSent,
+    /// File: our SYN-ACK is out, waiting for the request.
+    SynReceived,
+    Established,
+}
+
+/// Which timer the retransmission slot runs (Linux `icsk_pending`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum XmitTimer {
+    Rto,
+    Tlp,
+    Reo,
+}
+
+/// Counters of a sender.
+#[derive(Debug, Clone, Default)]
+pub struct SenderStats {
+    pub segments_sent: u64,
+    /// Payload bytes transmitted, retransmissions included.
+    pub bytes_sent: u64,
+    pub retrans_segs: u64,
+    pub rto_count: u64,
+    pub fast_recoveries: u64,
+    pub undos: u64,
+    pub tlp_probes: u64,
+    pub rtt: LogHistogram,
+    /// Sum and count of RTT samples in the current series interval.
+    pub iv_rtt_sum_ns: u128,
+    pub iv_rtt_n: u64,
+}
+
+/// Retransmission request computed by `fastretrans_alert` (Linux `REXMIT_*`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Rexmit {
+    None,
+    Lost,
+    New,
+}
+
+/// The data sender of one flow.
+pub struct Sender {
+    pub flow: u32,
+    pub cfg: SenderConfig,
+    pub cc: Cc,
+    pub w: Window,
+    pub rtt: RttEstimator,
+    pub(crate) min_rtt: WindowedMin,
+    pub rate: RateSampler,
+    pub sb: Scoreboard,
+    pub(crate) prr: Prr,
+    pub(crate) rack: Rack,
+    pub state: ConnState,
+    pub(crate) ca_state: CaState,
+    pub snd_una: u64,
+    pub snd_nxt: u64,
+    /// End of the application's data (u64::MAX for bulk).
+    pub(crate) app_end: u64,
+    /// Peer's advertised window (bytes beyond snd_una).
+    pub(crate) snd_wnd: u64,
+    pub(crate) high_seq: u64,
+    pub(crate) undo_marker: Option<u64>,
+    pub(crate) undo_retrans: i32,
+    pub(crate) prior_ssthresh: u32,
+    pub(crate) retrans_stamp: Option<SimTime>,
+    pub(crate) frto: bool,
+    pub(crate) tlp_high_seq: Option<u64>,
+    pub(crate) tlp_retrans: bool,
+    pub(crate) reordering: u32,
+    /// Non-SACK connections count dupACKs as "fake" SACKed segments (Linux Reno emulation).
+    pub(crate) reno_sacked: u32,
+    /// Total segments marked lost (Linux `tp->lost`).
+    pub(crate) lost_total: u64,
+    pub(crate) cwnd_usage_seq: u64,
+    /// Latest TSecr received (for RTT fallback and undo decisions).
+    pub(crate) rcv_tsecr: u64,
+    // timers
+    pub(crate) xmit_timer: Option<(SimTime, XmitTimer)>,
+    pub(crate) icsk_rto: SimDuration,
+    pub(crate) backoff: u32,
+    pub(crate) retransmits: u32,
+    pub(crate) pace_next: SimTime,
+    pub(crate) pace_timer: Option<SimTime>,
+    pub(crate) hs_timer: Option<SimTime>,
+    pub(crate) hs_sent_at: SimTime,
+    pub(crate) hs_retransmitted: bool,
+    pub(crate) data_segs_out: u64,
+    /// RFC 6675 marking: segments below this were already examined.
+    pub(crate) dupthresh_scan: u64,
+    /// Reused buffer for per-ACK segment lists (no allocation per ACK).
+    pub(crate) scratch_segs: Vec<(u64, SimTime, u8, crate::tcp::rate::TxStamp, u32)>,
+    pub stats: SenderStats,
+}
+
+impl Sender {
+    pub fn new(flow: u32, cfg: SenderConfig, cc: Cc) -> Sender {
+        let mut w = Window::new(cfg.initial_window, cfg.mss);
+        w.pacing = cfg.pacing || cc.has_cong_control();
+        let app_end = match cfg.app {
+            AppConfig::Bulk => u64::MAX,
+            AppConfig::File { size_bytes } => size_bytes,
+        };
+        Sender {
+            flow,
+            sb: Scoreboard::new(cfg.mss),
+            cfg,
+            cc,
+            w,
+            rtt: RttEstimator::new(),
+            min_rtt: WindowedMin::default(),
+            rate: RateSampler::default(),
+            prr: Prr::default(),
+            rack: Rack::new(),
+            state: ConnState::Closed,
+            ca_state: CaState::Open,
+            snd_una: 0,
+            snd_nxt: 0,
+            app_end,
+            snd_wnd: 65_535,
+            high_seq: 0,
+            undo_marker: None,
+            undo_retrans: -1,
+            prior_ssthresh: 0,
+            retrans_stamp: None,
+            frto: false,
+            tlp_high_seq: None,
+            tlp_retrans: false,
+            reordering: DUPTHRESH,
+            reno_sacked: 0,
+            lost_total: 0,
+            cwnd_usage_seq: 0,
+            rcv_tsecr: 0,
+            xmit_timer: None,
+            icsk_rto: RTO_INIT,
+            backoff: 0,
+            retransmits: 0,
+            pace_next: SimTime::ZERO,
+            pace_timer: None,
+            hs_timer: None,
+            hs_sent_at: SimTime::ZERO,
+            hs_retransmitted: false,
+            data_segs_out: 0,
+            dupthresh_scan: 0,
+            scratch_segs: Vec::new(),
+            stats: SenderStats::default(),
+        }
+    }
+
+    // --- accessors ---------------------------------------------------------------------
+
+    #[inline]
+    pub(crate) fn is_sack(&self) -> bool {
+        self.cfg.sack
+    }
+
+    /// Linux `tcp_packets_in_flight` (with the non-SACK dupACK emulation).
+    #[inline]
+    pub fn in_flight(&self) -> u32 {
+        self.sb.in_flight().saturating_sub(self.reno_sacked)
+    }
+
+    #[inline]
+    pub(crate) fn sacked_out(&self) -> u32 {
+        self.sb.sacked_out + self.reno_sacked
+    }
+
+    pub fn ca_state(&self) -> CaState {
+        self.ca_state
+    }
+
+    pub fn cwnd_bytes(&self) -> u64 {
+        self.w.cwnd_bytes()
+    }
+
+    pub fn ssthresh_bytes(&self) -> u64 {
+        self.w.ssthresh as u64 * self.cfg.mss as u64
+    }
+
+    /// All of the application's data has been acknowledged.
+    pub fn finished(&self) -> bool {
+        self.app_end != u64::MAX && self.snd_una >= self.app_end
+    }
+
+    /// Refresh the read-only part of the window view before a controller hook.
+    #[inline]
+    pub(crate) fn sync_view(&mut self, now: SimTime) {
+        let w = &mut self.w;
+        w.now = now;
+        w.srtt = self.rtt.srtt();
+        let m = self.min_rtt.get();
+        w.min_rtt = (m != u64::MAX).then_some(SimDuration(m));
+        w.in_flight = self.sb.in_flight().saturating_sub(self.reno_sacked);
+        w.packets_out = self.sb.packets_out();
+        w.snd_una = self.snd_una;
+        w.snd_nxt = self.snd_nxt;
+        w.delivered = self.rate.delivered;
+        w.delivered_ce = self.rate.delivered_ce;
+        w.lost = self.lost_total;
+        w.ca_state = self.ca_state;
+    }
+
+    pub(crate) fn min_rtt(&self) -> Option<SimDuration> {
+        let m = self.min_rtt.get();
+        (m != u64::MAX).then_some(SimDuration(m))
+    }
+
+    /// Deadline of a timer slot, if armed.
+    pub fn timer_deadline(&self, slot: TimerSlot) -> Option<SimTime> {
+        match slot {
+            TimerSlot::Retransmit => self.xmit_timer.map(|(t, _)| t),
+            TimerSlot::Pacing => self.pace_timer,
+            TimerSlot::Handshake => self.hs_timer,
+            TimerSlot::Ack => None,
+        }
+    }
+
+    // --- packets -----------------------------------------------------------------------
+
+    fn header(&self, kind: PacketKind, now: SimTime) -> Packet {
+        Packet {
+            flow: self.flow,
+            kind,
+            ts_val: if self.cfg.timestamps {
+                now.ns().max(1)
+            } else {
+                0
+            },
+            ..Default::default()
+        }
+    }
+
+    fn data_packet(&self, now: SimTime, seq: u64, len: u32, retrans: bool) -> Packet {
+        let mut p = self.header(PacketKind::Data, now);
+        p.seq = seq;
+        p.len = len;
+        p.wire_bytes = Packet::wire_size(len, self.cfg.timestamps, 0);
+        if retrans {
+            p.flags |= packet::flags::RETRANS;
+        }
+        p
+    }
+
+    fn control_packet(&self, now: SimTime, kind: PacketKind) -> Packet {
+        let mut p = self.header(kind, now);
+        let ts = if self.cfg.timestamps {
+            packet::TS_OPTION_BYTES
+        } else {
+            0
+        };
+        p.wire_bytes = match kind {
+            PacketKind::Syn | PacketKind::SynAck => packet::BASE_HEADER_BYTES + SYN_OPTION_BYTES,
+            _ => packet::BASE_HEADER_BYTES + ts,
+        };
+        p
+    }
+
+    // --- connection set-up -------------------------------------------------------------
+
+    /// The application starts: a bulk sender opens the connection (iperf-like); a file
+    /// server waits for the client's SYN.
+    pub fn start(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        if matches!(self.cfg.app, AppConfig::Bulk) {
+            self.state = ConnState::SynSent;
+            self.hs_sent_at = now;
+            out.push(self.control_packet(now, PacketKind::Syn));
+            self.hs_timer = Some(now + self.icsk_rto);
+        }
+    }
+
+    /// Handshake packets from the peer.
+    pub(crate) fn on_handshake(&mut self, now: SimTime, p: &Packet, out: &mut Vec<Packet>) {
+        match (self.state, p.kind) {
+            (ConnState::SynSent, PacketKind::SynAck) => {
+                out.push(self.control_packet(now, PacketKind::Ack));
+                self.establish(now, p, out);
+            }
+            (ConnState::Closed | ConnState::SynReceived, PacketKind::Syn) => {
+                // (Re)send the SYN-ACK.
+                if self.state == ConnState::SynReceived {
+                    self.hs_retransmitted = true;
+                }
+                self.state = ConnState::SynReceived;
+                self.hs_sent_at = now;
+                out.push(self.control_packet(now, PacketKind::SynAck));
+                self.hs_timer = Some(now + self.icsk_rto);
+            }
+            (ConnState::SynReceived, PacketKind::Request) => self.establish(now, p, out),
+            _ => {}
+        }
+    }
+
+    fn establish(&mut self, now: SimTime, _p: &Packet, out: &mut Vec<Packet>) {
+        self.state = ConnState::Established;
+        self.hs_timer = None;
+        if self.hs_retransmitted {
+            // Karn: no sample from a retransmitted SYN; Linux starts with cwnd 1 and an RTO
+            // of 3 s when the handshake needed retransmissions (RFC 6298 §5.7).
+            self.w.cwnd = 1;
+            self.icsk_rto = RTO_FALLBACK;
+            self.rtt.set_rto(RTO_FALLBACK);
+        } else {
+            let r = now.since(self.hs_sent_at);
+            self.rtt.sample(r, 0, 0);
+            self.min_rtt.update(MIN_RTT_WINDOW, now, r.ns());
+            self.icsk_rto = self.rtt.rto();
+        }
+        self.backoff = 0;
+        self.w.last_send = now;
+        self.transmit(now, out);
+    }
+
+    pub(crate) fn on_handshake_timer(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        if self.hs_timer.is_none_or(|t| t > now) {
+            return;
+        }
+        self.hs_retransmitted = true;
+        self.icsk_rto = (self.icsk_rto * 2).min(RTO_MAX);
+        self.hs_sent_at = now;
+        match self.state {
+            ConnState::SynSent => out.push(self.control_packet(now, PacketKind::Syn)),
+            ConnState::SynReceived => out.push(self.control_packet(now, PacketKind::SynAck)),
+            _ => {
+                self.hs_timer = None;
+                return;
+            }
+        }
+        self.hs_timer = Some(now + self.icsk_rto);
+    }
+
+    // --- output ------------------------------------------------------------------------
+
+    /// Pacing rate in bytes per second, if the connection paces.
+    fn pacing_rate_bytes(&self) -> Option<u64> {
+        if let Some(bps) = self.cc.pacing_rate_bps(&self.w) {
+            return Some(bps / 8);
+        }
+        if self.cfg.pacing {
+            let r = self.w.linux_pacing_rate_bytes();
+            return (r > 0).then_some(r);
+        }
+        None
+    }
+
+    /// Account a transmission for pacing (Linux `tcp_update_skb_after_send`; the first 10
+    /// segments are not paced).
+    fn pace_after_send(&mut self, now: SimTime, wire_bytes: u32) {
+        if self.data_segs_out < 10 {
+            return;
+        }
+        if let Some(rate) = self.pacing_rate_bytes() {
+            if rate > 0 {
+                let len = serialization_time(wire_bytes as u64, rate.saturating_mul(8));
+                let base = if self.pace_next > now {
+                    self.pace_next
+                } else {
+                    now
+                };
+                self.pace_next = base + len;
+            }
+        }
+    }
+
+    #[inline]
+    fn pacing_blocked(&mut self, now: SimTime) -> bool {
+        if self.pace_next > now && self.pacing_rate_bytes().is_some() {
+            self.pace_timer = Some(self.pace_next);
+            return true;
+        }
+        false
+    }
+
+    /// Emit one segment (new or retransmitted) and do the per-send bookkeeping.
+    fn emit(&mut self, now: SimTime, seq: u64, len: u32, retrans: bool, out: &mut Vec<Packet>) {
+        let p = self.data_packet(now, seq, len, retrans);
+        self.pace_after_send(now, p.wire_bytes);
+        self.stats.segments_sent += 1;
+        self.stats.bytes_sent += len as u64;
+        self.data_segs_out += 1;
+        if retrans {
+            self.stats.retrans_segs += 1;
+        }
+        if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
+            self.prr.on_sent(1);
+        }
+        self.sync_view(now);
+        self.cc.on_packet_sent(&self.w, len);
+        out.push(p);
+    }
+
+    /// Retransmit segment `no` (Linux `tcp_retransmit_skb`).
+    pub(crate) fn retransmit(&mut self, now: SimTime, no: u64, out: &mut Vec<Packet>) {
+        let seq = self.sb.seq_of(no);
+        let Some(seg) = self.sb.get(no) else { return };
+        if seg.has(segflags::SACKED) {
+            return;
+        }
+        let len = seg.len;
+        let stamp = self.rate.on_send(now, self.sb.packets_out());
+        self.sb.on_retransmit(no, now, stamp);
+        if self.retrans_stamp.is_none() {
+            self.retrans_stamp = Some(now);
+        }
+        // Linux counts every retransmission for DSACK-based undo.
+        if self.undo_retrans < 0 {
+            self.undo_retrans = 0;
+        }
+        self.undo_retrans += 1;
+        self.emit(now, seq, len, true, out);
+    }
+
+    /// Send one new segment if the receiver's window allows; returns false otherwise.
+    pub(crate) fn send_new(&mut self, now: SimTime, out: &mut Vec<Packet>) -> bool {
+        if self.snd_nxt >= self.app_end {
+            return false;
+        }
+        let len = (self.app_end - self.snd_nxt).min(self.cfg.mss as u64) as u32;
+        if self.snd_nxt + len as u64 > self.snd_una + self.snd_wnd {
+            return false;
+        }
+        let prior_packets = self.sb.packets_out();
+        if prior_packets == 0 {
+            self.idle_restart(now);
+            if self.in_flight() == 0 {
+                self.sync_view(now);
+                self.cc.on_cwnd_event(&mut self.w, CwndEvent::TxStart);
+            }
+        }
+        let stamp = self.rate.on_send(now, prior_packets);
+        let seq = self.snd_nxt;
+        self.sb.push_new(len, now, stamp);
+        self.snd_nxt += len as u64;
+        self.emit(now, seq, len, false, out);
+        self.w.last_send = now;
+        if prior_packets == 0 || matches!(self.xmit_timer, Some((_, XmitTimer::Tlp))) {
+            self.rearm_rto(now);
+        }
+        true
+    }
+
+    /// Linux `tcp_slow_start_after_idle_check` + `tcp_cwnd_restart`.
+    fn idle_restart(&mut self, now: SimTime) {
+        if !self.cfg.slow_start_after_idle || self.cc.has_cong_control() || self.data_segs_out == 0
+        {
+            return;
+        }
+        let idle = now.saturating_since(self.w.last_send);
+        if idle <= self.icsk_rto {
+            return;
+        }
+        self.sync_view(now);
+        self.cc.on_cwnd_event(&mut self.w, CwndEvent::CwndRestart);
+        self.w.ssthresh = self.w.current_ssthresh();
+        let restart = self.w.initial_window.min(self.w.cwnd);
+        let mut cwnd = self.w.cwnd;
+        let mut delta = idle.ns() as i64;
+        loop {
+            delta -= self.icsk_rto.ns() as i64;
+            if delta <= 0 || cwnd <= restart {
+                break;
+            }
+            cwnd >>= 1;
+        }
+        self.w.cwnd = cwnd.max(restart);
+    }
+
+    /// Send what cwnd, the receiver window and pacing allow: lost segments first, then new
+    /// data (Linux `tcp_xmit_retransmit_queue` then `tcp_write_xmit`).
+    pub(crate) fn transmit_with(&mut self, now: SimTime, rexmit: Rexmit, out: &mut Vec<Packet>) {
+        if self.state != ConnState::Established {
+            return;
+        }
+        let mut sent_any = false;
+        let mut cwnd_limited = false;
+        if rexmit == Rexmit::New {
+            // F-RTO step 2b: probe with new data before retransmitting anything.
+            while self.in_flight() < self.w.cwnd && !self.pacing_blocked(now) {
+                if !self.send_new(now, out) {
+                    break;
+                }
+                sent_any = true;
+            }
+            if self.snd_nxt > self.high_seq {
+                return self.after_write(now, sent_any, cwnd_limited);
+            }
+            self.frto = false;
+        }
+        loop {
+            if self.in_flight() >= self.w.cwnd {
+                cwnd_limited = true;
+                break;
+            }
+            if self.pacing_blocked(now) {
+                break;
+            }
+            if let Some(no) = self.sb.next_lost() {
+                let is_head = no == self.sb.front();
+                self.retransmit(now, no, out);
+                if is_head && !matches!(self.xmit_timer, Some((_, XmitTimer::Reo))) {
+                    self.xmit_timer = Some((now + self.icsk_rto, XmitTimer::Rto));
+                }
+                sent_any = true;
+                continue;
+            }
+            if !self.send_new(now, out) {
+                break;
+            }
+            sent_any = true;
+        }
+        self.after_write(now, sent_any, cwnd_limited)
+    }
+
+    fn after_write(&mut self, now: SimTime, sent_any: bool, cwnd_limited: bool) {
+        let cwnd_limited = cwnd_limited || self.in_flight() >= self.w.cwnd;
+        if sent_any {
+            self.schedule_loss_probe(now, false);
+        }
+        if sent_any || cwnd_limited {
+            self.cwnd_validate(cwnd_limited);
+        }
+        if self.snd_nxt >= self.app_end
+            && self.in_flight() < self.w.cwnd
+            && self.sb.lost_out <= self.sb.retrans_out
+        {
+            self.rate.set_app_limited(self.in_flight());
+        }
+    }
+
+    pub fn transmit(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        self.transmit_with(now, Rexmit::Lost, out)
+    }
+
+    /// Linux `tcp_cwnd_validate`: remember whether cwnd limited sending in this window.
+    fn cwnd_validate(&mut self, is_cwnd_limited: bool) {
+        let packets_out = self.sb.packets_out();
+        if self.snd_una >= self.cwnd_usage_seq
+            || is_cwnd_limited
+            || (!self.w.cwnd_limited && packets_out > self.w.max_packets_out)
+        {
+            self.w.cwnd_limited = is_cwnd_limited;
+            self.w.max_packets_out = packets_out;
+            self.cwnd_usage_seq = self.snd_nxt;
+        }
+    }
+
+    // --- timers ------------------------------------------------------------------------
+
+    /// Linux `tcp_rearm_rto`.
+    pub(crate) fn rearm_rto(&mut self, now: SimTime) {
+        if self.sb.is_empty() {
+            self.xmit_timer = None;
+            return;
+        }
+        let mut rto = self.icsk_rto;
+        if matches!(self.xmit_timer, Some((_, XmitTimer::Reo | XmitTimer::Tlp))) {
+            rto = SimDuration(self.rto_delta_ns(now).max(1) as u64);
+        }
+        self.xmit_timer = Some((now + rto, XmitTimer::Rto));
+    }
+
+    /// Time until the RTO of the head segment would fire (Linux `tcp_rto_delta_us`).
+    pub(crate) fn rto_delta_ns(&self, now: SimTime) -> i64 {
+        let head_tx = self.sb.get(self.sb.front()).map_or(now, |s| s.tx_time);
+        (head_tx.ns() + self.icsk_rto.ns()) as i64 - now.ns() as i64
+    }
+
+    /// Linux `tcp_schedule_loss_probe`: arm a TLP at 2·SRTT (+ slack) if allowed.
+    pub(crate) fn schedule_loss_probe(&mut self, now: SimTime, advancing_rto: bool) -> bool {
+        if !self.cfg.tlp
+            || self.sb.is_empty()
+            || !self.is_sack()
+            || !matches!(self.ca_state, CaState::Open | CaState::Cwr)
+        {
+            return false;
+        }
+        let mut timeout = match self.rtt.srtt() {
+            Some(srtt) => {
+                let extra = if self.sb.packets_out() == 1 {
+                    crate::tcp::rtt::RTO_MIN
+                } else {
+                    TLP_MIN_EXTRA
+                };
+                srtt * 2 + extra
+            }
+            None => RTO_INIT,
+        };
+        let rto_delta = if advancing_rto {
+            self.icsk_rto.ns() as i64
+        } else {
+            self.rto_delta_ns(now)
+        };
+        if rto_delta > 0 {
+            timeout = timeout.min(SimDuration(rto_delta as u64));
+        }
+        self.xmit_timer = Some((now + timeout, XmitTimer::Tlp));
+        true
+    }
+
+    /// Linux `tcp_set_xmit_timer`.
+    pub(crate) fn set_xmit_timer(&mut self, now: SimTime) {
+        if !self.schedule_loss_probe(now, true) {
+            self.rearm_rto(now);
+        }
+    }
+
+    /// A timer slot fired (possibly stale: the deadline is re-checked).
+    pub fn on_timer(&mut self, now: SimTime, slot: TimerSlot, out: &mut Vec<Packet>) {
+        match slot {
+            TimerSlot::Retransmit => {
+                let Some((t, kind)) = self.xmit_timer else {
+                    return;
+                };
+                if t > now {
+                    return;
+                }
+                self.xmit_timer = None;
+                match kind {
+                    XmitTimer::Rto => self.on_rto(now, out),
+                    XmitTimer::Tlp => self.on_tlp(now, out),
+                    XmitTimer::Reo => self.on_reo_timeout(now, out),
+                }
+            }
+            TimerSlot::Pacing => {
+                if self.pace_timer.is_some_and(|t| t <= now) {
+                    self.pace_timer = None;
+                    self.transmit(now, out);
+                }
+            }
+            TimerSlot::Handshake => self.on_handshake_timer(now, out),
+            TimerSlot::Ack => {}
+        }
+    }
+
+    /// Record an RTT sample for the statistics.
+    pub(crate) fn record_rtt(&mut self, r: SimDuration) {
+        self.stats.rtt.record(r.ns());
+        self.stats.iv_rtt_sum_ns += r.ns() as u128;
+        self.stats.iv_rtt_n += 1;
+    }
+}

@@ -1,0 +1,154 @@
+"""Human-readable tables for the CLI (rich). Numbers are shown in Mbit/s, ms and s."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+from rich.table import Table
+
+from .catalogue import CcaInfo
+from .result import LinkResult, RunResult
+from .theory import flow_bounds
+
+if TYPE_CHECKING:
+    from .demo import DemoRow
+
+
+def _console() -> Console:
+    # Logs and pipes get a wide fixed width so tables are not squeezed into 80 columns.
+    return Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+
+
+def _mbps(value_bps: float | None) -> str:
+    return "-" if value_bps is None else f"{value_bps / 1e6:.3f}"
+
+
+def _ms(value_ns: float | None) -> str:
+    return "-" if value_ns is None else f"{value_ns / 1e6:.1f}"
+
+
+def _number(value: object) -> str:
+    # the core sends every default as a float; 717.0 reads better as 717
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _link_line(label: str, link: LinkResult) -> str:
+    return (
+        f"{label} {link.rate_bps / 1e6:g} Mbit/s: utilization {link.utilization * 100:.1f} %, "
+        f"queue drops {link.queue_drops}, error drops {link.error_drops}, "
+        f"mean queue {link.queue_mean_pkts:.1f} pkts (max {link.queue_max_pkts})"
+    )
+
+
+def print_run(result: RunResult, series_path: str | None = None) -> None:
+    """Per-flow table, the bottleneck in both directions, and theory where there is loss."""
+    console = _console()
+    bounds = [flow_bounds(dict(result.scenario), flow.id) for flow in result.flows]
+    lossy = any(b.mathis_bps is not None for b in bounds)
+    table = Table(
+        title=(
+            f"{result.name}: {result.duration_ns / 1e9:g} s simulated, seed {result.seed}, "
+            f"{result.wall_s:.2f} s wall, {result.events:,} events"
+        )
+    )
+    for header in ("id", "cca", "goodput Mbit/s", "throughput Mbit/s", "retrans", "RTO"):
+        table.add_column(header, justify="left" if header == "cca" else "right")
+    for header in ("RTT mean ms", "RTT min ms", "RTT p95 ms", "completion s"):
+        table.add_column(header, justify="right")
+    if lossy:
+        table.add_column("Mathis Mbit/s", justify="right")
+        table.add_column("Padhye Mbit/s", justify="right")
+    for flow, bound in zip(result.flows, bounds, strict=True):
+        cells = [
+            str(flow.id),
+            flow.cca,
+            _mbps(flow.goodput_bps),
+            _mbps(flow.throughput_bps),
+            str(flow.retransmits),
+            str(flow.rto_count),
+            _ms(flow.rtt.mean_ns),
+            _ms(flow.rtt.min_ns),
+            _ms(flow.rtt.p95_ns),
+            "-" if flow.completion_ns is None else f"{flow.completion_ns / 1e9:.3f}",
+        ]
+        if lossy:
+            cells += [_mbps(bound.mathis_bps), _mbps(bound.padhye_bps)]
+        table.add_row(*cells)
+    console.print(table)
+    console.print(_link_line("bottleneck", result.bottleneck))
+    reverse = [link for link in result.links if link.name == "bottleneck.reverse"]
+    if reverse:
+        console.print(_link_line("return", reverse[0]))
+    if len(result.flows) > 1:
+        console.print(f"Jain fairness (goodput): {result.jain_fairness:.4f}")
+    if lossy:
+        first = next(b for b in bounds if b.mathis_bps is not None)
+        console.print(
+            f"theory: loss p = {first.p:g}, base RTT {first.base_rtt_s * 1e3:.1f} ms; Mathis "
+            "C = sqrt(3/2); Padhye b = 1, T0 = RTT + 200 ms, Wmax = rwnd"
+        )
+    if series_path is not None:
+        console.print(f"series written to {series_path}")
+
+
+def print_catalogue(catalogue: Sequence[CcaInfo]) -> None:
+    console = _console()
+    if not catalogue:
+        console.print("the simulation core lists no algorithms (is the core built?)")
+        return
+    table = Table(title="congestion-control algorithms")
+    for header in ("name", "feedback", "summary", "parameters (default)"):
+        table.add_column(header)
+    for info in catalogue:
+        params = ", ".join(
+            f"{p.name}={_number(p.default)}{p.unit and ' ' + p.unit}" for p in info.params
+        )
+        table.add_row(info.name, info.feedback, info.summary, params or "-")
+    console.print(table)
+
+
+def print_demo(rows: Sequence[DemoRow], written: Sequence[Path]) -> None:
+    console = _console()
+    if not rows:
+        return
+    first = rows[0]
+    bounds = first.bounds
+    scenario = first.result.scenario
+    table = Table(
+        title=(
+            f"GEO satellite: {scenario['bottleneck']['forward']['rate_bps'] / 1e6:g} Mbit/s, "
+            f"base RTT {bounds.base_rtt_s * 1e3:.1f} ms, p = {bounds.p:g}, "
+            f"{scenario['duration_ns'] / 1e9:g} s"
+        )
+    )
+    headers = ("cca", "feedback", "goodput Mbit/s", "% of cap", "x Mathis", "retrans", "RTO")
+    for header in (*headers, "RTT mean ms", "util %", "wall s"):
+        table.add_column(header, justify="left" if header in ("cca", "feedback") else "right")
+    for row in rows:
+        flow = row.result.flows[0]
+        mathis = row.bounds.mathis_bps
+        table.add_row(
+            row.cca.name,
+            row.cca.feedback,
+            _mbps(flow.goodput_bps),
+            f"{flow.goodput_bps / row.bounds.cap_bps * 100:.1f}",
+            "-" if mathis is None else f"{flow.goodput_bps / mathis:.2f}",
+            str(flow.retransmits),
+            str(flow.rto_count),
+            _ms(flow.rtt.mean_ns),
+            f"{row.result.bottleneck.utilization * 100:.1f}",
+            f"{row.result.wall_s:.2f}",
+        )
+    console.print(table)
+    console.print(
+        f"link cap (payload share of 1500 B packets): {_mbps(bounds.cap_bps)} Mbit/s; "
+        f"Mathis (MSS 1448 B, C = sqrt(3/2)): {_mbps(bounds.mathis_bps)} Mbit/s; "
+        f"Padhye (b = 1, T0 = RTT + 200 ms): {_mbps(bounds.padhye_bps)} Mbit/s"
+    )
+    console.print("wrote " + ", ".join(str(path) for path in written))

@@ -1,0 +1,64 @@
+"""Run scenarios on the Rust core: validate → normalize → `_core.run_json` → `RunResult`.
+
+The core releases the GIL for the whole run, so `run_parallel` uses plain threads; each run
+owns its whole simulation, so there is nothing to share or lock.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from . import _core
+from .errors import ScenarioError
+from .loader import Overrides, ScenarioSource, load_scenario, override_pairs
+from .normalize import normalize
+from .result import RunResult
+from .scenario import Scenario
+
+
+def run(
+    scenario: ScenarioSource,
+    seed: int | None = None,
+    duration: str | None = None,
+    overrides: Overrides = (),
+) -> RunResult:
+    """Run one scenario: a TOML file path, a `Scenario`, or a TOML-shaped dict.
+
+    `seed` and `duration` (a string with a unit, e.g. `"60s"`) replace the scenario's values;
+    `overrides` are `--set`-style `"key.path=value"` strings or a `{path: value}` mapping.
+    Raises `ScenarioError` (one-line message) for invalid input, including input the core
+    rejects.
+    """
+    pairs: list[tuple[str, Any]] = override_pairs(overrides)
+    if seed is not None:
+        pairs.append(("seed", seed))
+    if duration is not None:
+        pairs.append(("duration", duration))
+    return run_scenario(load_scenario(scenario, pairs))
+
+
+def run_scenario(scenario: Scenario) -> RunResult:
+    """Run an already validated scenario; wall time is measured around the core call only."""
+    normalized = normalize(scenario)
+    text = json.dumps(normalized)
+    started = time.perf_counter()
+    try:
+        result_text = _core.run_json(text)
+    except ValueError as exc:
+        # The core re-validates its input; its message already names the field.
+        raise ScenarioError(f"simulation core: {exc}") from None
+    wall_s = time.perf_counter() - started
+    return RunResult.from_json(result_text, wall_s=wall_s, scenario=normalized)
+
+
+def run_parallel(scenarios: Sequence[Scenario], max_workers: int | None = None) -> list[RunResult]:
+    """Run independent scenarios on `max_workers` threads (default: one per CPU); the results
+    come back in the input order."""
+    workers = max(1, min(len(scenarios), max_workers or os.cpu_count() or 1))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(run_scenario, scenarios))
