@@ -538,7 +538,7 @@ mod tests {
         w.snd_una = 1_000_001;
         w.snd_nxt = 3_000_000;
         for _ in 0..9 {
-            w.now = w.now + SimDuration::from_ms(5);
+            w.now += SimDuration::from_ms(5);
             c.on_pkts_acked(&mut w, &rtt(rtt_ms));
         }
         w.ssthresh
