@@ -1,0 +1,93 @@
+//! Scenario builders shared by the integration tests.
+#![allow(dead_code)]
+use tcplab_core::config::*;
+
+/// A dumbbell with the given round-trip propagation delay (access links 1 Gbit/s, 0.1 ms
+/// each way are part of it), bottleneck rate and forward PER.
+pub struct Spec {
+    pub rtt_ms: f64,
+    pub rate_bps: u64,
+    pub return_rate_bps: u64,
+    pub per: f64,
+    pub queue_pkts: u64,
+    pub duration_s: u64,
+    pub seed: u64,
+    pub cca: &'static str,
+    pub app: AppConfig,
+    pub tcp: TcpConfig,
+    pub flows: usize,
+}
+
+impl Default for Spec {
+    fn default() -> Self {
+        Spec {
+            rtt_ms: 50.0,
+            rate_bps: 100_000_000,
+            return_rate_bps: 100_000_000,
+            per: 0.0,
+            queue_pkts: 100,
+            duration_s: 60,
+            seed: 1,
+            cca: "reno",
+            app: AppConfig::Bulk,
+            tcp: TcpConfig::default(),
+            flows: 1,
+        }
+    }
+}
+
+pub const ACCESS_DELAY_NS: u64 = 100_000;
+
+impl Spec {
+    pub fn build(&self) -> ScenarioConfig {
+        // One-way bottleneck delay so that 2 × (bottleneck + 2 × access) = RTT.
+        let one_way_ns = (self.rtt_ms * 1e6 / 2.0) as u64 - 2 * ACCESS_DELAY_NS;
+        let dir = |rate, per| DirConfig {
+            rate_bps: rate,
+            delay_ns: one_way_ns,
+            per,
+            ber: 0.0,
+            queue: QueueConfig {
+                kind: "droptail".into(),
+                limit_pkts: Some(self.queue_pkts),
+                limit_bytes: None,
+            },
+        };
+        ScenarioConfig {
+            name: "test".into(),
+            seed: self.seed,
+            duration_ns: self.duration_s * 1_000_000_000,
+            interval_ns: 1_000_000_000,
+            bottleneck: BottleneckConfig {
+                forward: dir(self.rate_bps, self.per),
+                reverse: dir(self.return_rate_bps, 0.0),
+            },
+            access: AccessConfig {
+                rate_bps: 1_000_000_000,
+                delay_ns: ACCESS_DELAY_NS,
+            },
+            flows: (0..self.flows)
+                .map(|_| FlowConfig {
+                    cca: self.cca.into(),
+                    cca_params: Default::default(),
+                    start_ns: 0,
+                    app: self.app,
+                    tcp: self.tcp.clone(),
+                    access: None,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Mathis et al. (1997): BW = (MSS/RTT)·C/√p with C = √(3/2), in bit/s.
+pub fn mathis_bps(mss: f64, rtt_s: f64, p: f64) -> f64 {
+    mss * 8.0 / rtt_s * (1.5f64).sqrt() / p.sqrt()
+}
+
+/// Padhye et al. (1998) full model (window limit ignored), in bit/s.
+pub fn padhye_bps(mss: f64, rtt_s: f64, p: f64, t0_s: f64, b: f64) -> f64 {
+    let denom = rtt_s * (2.0 * b * p / 3.0).sqrt()
+        + t0_s * (3.0 * (3.0 * b * p / 8.0).sqrt()).min(1.0) * p * (1.0 + 32.0 * p * p);
+    mss * 8.0 / denom
+}

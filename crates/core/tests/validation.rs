@@ -1,0 +1,245 @@
+//! Validation against independently derived numbers: link utilization, the Mathis and
+//! Padhye models, receive-window limits, a hand-computed download time, conservation,
+//! determinism and bounded memory.
+mod common;
+use common::*;
+use tcplab_core::api;
+use tcplab_core::config::{AppConfig, TcpConfig};
+use tcplab_core::sim::Simulation;
+
+fn run(spec: &Spec) -> api::RunResult {
+    api::run(spec.build()).expect("valid scenario")
+}
+
+fn within(got: f64, want: f64, tol: f64) -> bool {
+    (got / want - 1.0).abs() <= tol
+}
+
+#[test]
+fn lossless_link_with_bdp_queue_is_fully_utilized_by_reno_and_cubic() {
+    // GEO path: 4 Mbit/s, 500.4 ms RTT; BDP = 4e6·0.5004/12000 = 166.8 packets, queue 167.
+    for cca in ["reno", "cubic"] {
+        let r = run(&Spec {
+            rtt_ms: 500.4,
+            rate_bps: 4_000_000,
+            return_rate_bps: 4_000_000,
+            queue_pkts: 167,
+            duration_s: 300,
+            cca,
+            ..Default::default()
+        });
+        let u = r.links[0].utilization;
+        assert!(u >= 0.95, "{cca}: utilization {u}");
+        // Payload ceiling 4 Mbit/s · 1448/1500 = 3.861 Mbit/s; ≥ 95 % of it.
+        let g = r.flows[0].goodput_bps;
+        assert!(g >= 0.95 * 3.861e6, "{cca}: goodput {g}");
+    }
+}
+
+#[test]
+fn reno_follows_mathis_at_loss_rate_1e3_for_short_and_long_rtt() {
+    // Capacity far above the loss-limited rate, small queue: the window is loss-limited.
+    for (rtt_ms, dur) in [(50.0, 600), (550.0, 3000)] {
+        let r = run(&Spec {
+            rtt_ms,
+            per: 1e-3,
+            duration_s: dur,
+            ..Default::default()
+        });
+        let want = mathis_bps(1448.0, rtt_ms / 1e3, 1e-3);
+        // RTT 50 ms: 1448·8/0.05·1.2247/0.0316 = 8.97 Mbit/s; RTT 550 ms: 0.816 Mbit/s.
+        let got = r.flows[0].goodput_bps;
+        assert!(
+            within(got, want, 0.25),
+            "rtt {rtt_ms}: goodput {got} vs Mathis {want}"
+        );
+    }
+}
+
+#[test]
+fn reno_follows_padhye_at_loss_rate_1e2_where_timeouts_matter() {
+    // T0 = RTO ≈ RTT + 200 ms (Linux floors the variance term at 200 ms); b = 1 because
+    // Linux grows cwnd by one packet per RTT whatever the ACK ratio.
+    for (rtt_ms, dur) in [(50.0, 600), (550.0, 3000)] {
+        let rtt = rtt_ms / 1e3;
+        let r = run(&Spec {
+            rtt_ms,
+            per: 1e-2,
+            duration_s: dur,
+            ..Default::default()
+        });
+        let want = padhye_bps(1448.0, rtt, 1e-2, rtt + 0.2, 1.0);
+        let got = r.flows[0].goodput_bps;
+        assert!(
+            within(got, want, 0.25),
+            "rtt {rtt_ms}: goodput {got} vs Padhye {want}"
+        );
+    }
+}
+
+#[test]
+fn receive_window_of_64kb_limits_goodput_to_one_window_per_rtt() {
+    // 65535 B window holds 45 full segments (45·1448 = 65160 B): 65160·8/0.5504 s ≈ 0.947
+    // Mbit/s, whatever the capacity.
+    for rate in [4_000_000u64, 100_000_000] {
+        let tcp = TcpConfig {
+            window_scaling: false,
+            ..Default::default()
+        };
+        let r = run(&Spec {
+            rtt_ms: 550.0,
+            rate_bps: rate,
+            return_rate_bps: rate,
+            queue_pkts: 1000,
+            duration_s: 300,
+            tcp,
+            ..Default::default()
+        });
+        let got = r.flows[0].goodput_bps;
+        assert!(
+            within(got, 65_160.0 * 8.0 / 0.5504, 0.03),
+            "rate {rate}: goodput {got}"
+        );
+    }
+}
+
+#[test]
+fn file_download_time_matches_slow_start_rounds() {
+    // 100 kB = 70 segments, IW 10, RTT 500 ms, no loss, capacity 100 Mbit/s:
+    // SYN→SYN-ACK 0.5 s; the request reaches the server at 0.75 s; rounds of 10, 20, 40
+    // segments (cwnd doubles per RTT); the last round arrives at 0.75 + 2·0.5 + 0.25 = 2.0 s.
+    let r = run(&Spec {
+        rtt_ms: 500.0,
+        app: AppConfig::File {
+            size_bytes: 100_000,
+        },
+        duration_s: 10,
+        ..Default::default()
+    });
+    let f = &r.flows[0];
+    assert_eq!(f.bytes_delivered, 100_000);
+    let t = f.completion_ns.expect("completed") as f64 / 1e9;
+    assert!((t - 2.0).abs() < 0.02, "completion {t} s");
+}
+
+#[test]
+fn bytes_and_packets_are_conserved_under_heavy_loss() {
+    let spec = Spec {
+        rtt_ms: 100.0,
+        rate_bps: 10_000_000,
+        return_rate_bps: 10_000_000,
+        per: 2e-2,
+        queue_pkts: 20,
+        duration_s: 120,
+        flows: 3,
+        cca: "cubic",
+        ..Default::default()
+    };
+    let mut sim = Simulation::new(spec.build()).unwrap();
+    sim.run();
+    for f in &sim.flows {
+        let rx = &f.receiver;
+        assert_eq!(
+            rx.stats.bytes_delivered, rx.rcv_nxt,
+            "in-order delivery, each byte once"
+        );
+        assert!(
+            f.sender.snd_una <= rx.rcv_nxt,
+            "the sender never sees more ACKed than received"
+        );
+        assert!(
+            rx.rcv_nxt <= f.sender.snd_nxt,
+            "delivered ≤ distinct bytes sent"
+        );
+        assert!(rx.stats.bytes_delivered <= f.sender.stats.bytes_sent);
+        f.sender.sb.check_invariants();
+    }
+    let drops: u64 = sim
+        .topo
+        .links
+        .iter()
+        .map(|l| l.stats.queue_drops + l.stats.error_drops)
+        .sum();
+    assert_eq!(
+        sim.counters.created,
+        sim.counters.delivered + drops + sim.packets_on_links()
+    );
+    assert!(sim.topo.links[0].stats.error_drops > 0 && sim.topo.links[0].stats.queue_drops > 0);
+}
+
+#[test]
+fn same_seed_gives_identical_results_and_other_seeds_other_losses() {
+    let s = |seed| Spec {
+        rtt_ms: 200.0,
+        per: 1e-2,
+        duration_s: 60,
+        seed,
+        ..Default::default()
+    };
+    let a = serde_json::to_string(&run(&s(7))).unwrap();
+    let b = serde_json::to_string(&run(&s(7))).unwrap();
+    assert_eq!(a, b);
+    let c = run(&s(8));
+    let d = run(&s(7));
+    assert_ne!(c.links[0].error_drops, 0);
+    assert_ne!(
+        (c.flows[0].bytes_delivered, c.links[0].error_drops),
+        (d.flows[0].bytes_delivered, d.links[0].error_drops)
+    );
+}
+
+#[test]
+fn memory_does_not_grow_with_run_length() {
+    // The packet pool's high-water mark depends on what is in flight, not on duration.
+    let hw = |dur| {
+        let mut sim = Simulation::new(
+            Spec {
+                rtt_ms: 100.0,
+                rate_bps: 20_000_000,
+                return_rate_bps: 20_000_000,
+                per: 1e-4,
+                queue_pkts: 200,
+                duration_s: dur,
+                cca: "cubic",
+                ..Default::default()
+            }
+            .build(),
+        )
+        .unwrap();
+        sim.run();
+        sim.live_packets()
+    };
+    let (short, long) = (hw(60), hw(600));
+    // In flight ≤ BDP (167 pkts) + queue (200) + ACKs: a few hundred either way.
+    assert!(
+        long < 1000 && short < 1000,
+        "live packets: {short} vs {long}"
+    );
+}
+
+#[test]
+fn asymmetric_link_carries_data_at_forward_rate() {
+    // 50 Mbit/s forward, 20 Mbit/s return, GEO delay, PER 1e-5, 2·BDP queue: CUBIC keeps
+    // the forward link ≥ 90 % busy; the ACK direction stays lightly used (≤ 10 %).
+    let q = (2.0_f64 * 50e6 * 0.5004 / 12000.0).ceil() as u64;
+    let r = run(&Spec {
+        rtt_ms: 500.4,
+        rate_bps: 50_000_000,
+        return_rate_bps: 20_000_000,
+        per: 1e-5,
+        queue_pkts: q,
+        duration_s: 120,
+        cca: "cubic",
+        ..Default::default()
+    });
+    assert!(
+        r.links[0].utilization > 0.85,
+        "forward {}",
+        r.links[0].utilization
+    );
+    assert!(
+        r.links[1].utilization < 0.1,
+        "reverse {}",
+        r.links[1].utilization
+    );
+}
