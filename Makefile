@@ -14,7 +14,7 @@ all: build
 $(VENV)/.deps: pyproject.toml
 	python3 -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q "maturin>=1.7,<2" pydantic rich numpy pandas pyarrow pytest ruff mypy
+	$(BIN)/pip install -q "maturin>=1.7,<2"
 	touch $@
 
 venv: $(VENV)/.deps
@@ -32,15 +32,15 @@ test-rust:
 	$(CARGO) test --release -p tcplab-core
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
 
-lint: venv
+lint: build
 	$(BIN)/ruff check python tests
-	$(BIN)/mypy
+	$(BIN)/mypy python/tcplab tests
+	$(BIN)/python -m mypy.stubtest tcplab._core
 
 test-py: build
 	$(BIN)/pytest -q
 
 bench: build
-	$(CARGO) build --release -p tcplab-core --bin tcplab-sim
 	$(BIN)/python -m tcplab.bench
 
 fmt:
