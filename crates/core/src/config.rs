@@ -50,6 +50,10 @@ pub struct DirConfig {
     #[serde(default)]
     pub ber: f64,
     pub queue: QueueConfig,
+    /// ECN marking threshold K: CE-mark ECN-capable packets arriving to a queue of ≥ K
+    /// packets (DCTCP-style instantaneous marking). `None`: no marking.
+    #[serde(default)]
+    pub ecn_threshold_pkts: Option<u64>,
 }
 
 /// The bottleneck link: forward (data) and reverse (ACK) directions.
@@ -95,6 +99,8 @@ pub struct TcpConfig {
     pub tlp: bool,
     pub pacing: bool,
     pub slow_start_after_idle: bool,
+    /// Negotiate ECN (RFC 3168); DCTCP turns it on itself.
+    pub ecn: bool,
 }
 
 impl Default for TcpConfig {
@@ -113,6 +119,7 @@ impl Default for TcpConfig {
             tlp: true,
             pacing: false,
             slow_start_after_idle: true,
+            ecn: false,
         }
     }
 }

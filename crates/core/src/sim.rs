@@ -5,11 +5,11 @@ use crate::cc::{self, FlowInit};
 use crate::config::{AppConfig, ConfigError, ScenarioConfig};
 use crate::event::{Event, EventQueue, Side, TimerSlot};
 use crate::net::link::Admission;
-use crate::net::packet::{Packet, PacketPool};
+use crate::net::packet::{flags as pflags, Packet, PacketPool};
 use crate::net::topology::Topology;
 use crate::rng::SimRng;
 use crate::series::SeriesRecorder;
-use crate::tcp::receiver::{Receiver, ReceiverConfig};
+use crate::tcp::receiver::{EcnEcho, Receiver, ReceiverConfig};
 use crate::tcp::sender::{Sender, SenderConfig};
 use crate::time::{SimDuration, SimTime};
 
@@ -69,6 +69,8 @@ impl Simulation {
         for (i, f) in cfg.flows.iter().enumerate() {
             let info = cc::info(&f.cca);
             let sack = info.and_then(|ci| ci.sack).unwrap_or(f.tcp.sack);
+            let cc_needs_ecn = info.is_some_and(|ci| ci.ecn);
+            let ecn = f.tcp.ecn || cc_needs_ecn;
             let init = FlowInit {
                 mss: f.tcp.mss_bytes,
                 initial_window: f.tcp.initial_window_pkts,
@@ -88,6 +90,8 @@ impl Simulation {
                 pacing: f.tcp.pacing,
                 slow_start_after_idle: f.tcp.slow_start_after_idle,
                 app: f.app,
+                ecn,
+                ecn_always_ect: cc_needs_ecn,
             };
             let rwnd = if f.tcp.window_scaling {
                 f.tcp.rwnd_bytes
@@ -102,6 +106,11 @@ impl Simulation {
                 delayed_ack: f.tcp.delayed_ack,
                 rwnd_bytes: rwnd,
                 app: f.app,
+                ecn: match (ecn, cc_needs_ecn) {
+                    (false, _) => EcnEcho::Off,
+                    (true, false) => EcnEcho::Classic,
+                    (true, true) => EcnEcho::Dctcp,
+                },
             };
             flows.push(Flow {
                 cca: f.cca.clone(),
@@ -243,16 +252,20 @@ impl Simulation {
     /// Offer packet `idx` to the link of its current hop.
     #[inline]
     fn forward(&mut self, now: SimTime, idx: u32) {
-        let (route, hop, wire) = {
+        let (route, hop, wire, ect) = {
             let p = self.pool.get(idx);
-            (p.route, p.hop, p.wire_bytes)
+            (p.route, p.hop, p.wire_bytes, p.has(pflags::ECT))
         };
         let link_id = self.topo.routes[route as usize].links[hop as usize];
         let link = &mut self.topo.links[link_id as usize];
-        match link.admit(now, wire) {
-            Admission::Arrives(t) => {
-                if link.push(t, idx) {
-                    self.queue.schedule(t, Event::LinkDeliver { link: link_id });
+        match link.admit(now, wire, ect) {
+            Admission::Arrives { at, ce } => {
+                if link.push(at, idx) {
+                    self.queue
+                        .schedule(at, Event::LinkDeliver { link: link_id });
+                }
+                if ce {
+                    self.pool.get_mut(idx).flags |= pflags::CE;
                 }
             }
             Admission::QueueDrop | Admission::ErrorDrop => {

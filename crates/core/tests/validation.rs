@@ -243,3 +243,33 @@ fn asymmetric_link_carries_data_at_forward_rate() {
         r.links[1].utilization
     );
 }
+
+#[test]
+fn classic_ecn_reduces_cwnd_without_drops() {
+    // Reno with ECN through a queue that marks above K = 20 packets (buffer 1000): RFC 3168
+    // CWR reductions replace losses, so there are no drops, no retransmissions, marks > 0
+    // and the queue stays short (BDP is 10e6·0.05/12000 = 42 packets). With step marking,
+    // packets sent just after a reduction still meet a queue at K, so cwnd is usually halved
+    // twice (W ≈ BDP + K = 62 → 31 → 16) and takes ~26 RTTs to climb back to the BDP:
+    // utilization ≈ 1 − (26/2)·(1 − 29/42)/47 ≈ 0.9 at best, ~0.8 with slow start; > 0.75.
+    let tcp = TcpConfig {
+        ecn: true,
+        ..Default::default()
+    };
+    let r = run(&Spec {
+        rtt_ms: 50.0,
+        rate_bps: 10_000_000,
+        return_rate_bps: 10_000_000,
+        queue_pkts: 1000,
+        duration_s: 60,
+        tcp,
+        ecn_k: Some(20),
+        ..Default::default()
+    });
+    let l = &r.links[0];
+    assert_eq!(l.queue_drops, 0);
+    assert_eq!(r.flows[0].retransmits, 0);
+    assert!(l.ecn_marks > 0);
+    assert!(l.utilization > 0.75, "utilization {}", l.utilization);
+    assert!(l.queue_mean_pkts < 40.0, "mean queue {}", l.queue_mean_pkts);
+}

@@ -92,6 +92,7 @@ pub const INFO: CcInfo = CcInfo {
     reference: "RFC 9438; Ha, Rhee, Xu (2008); Linux net/ipv4/tcp_cubic.c",
     params: PARAMS,
     sack: None,
+    ecn: false,
 };
 
 /// Linux CUBIC state (`struct bictcp`).
@@ -161,7 +162,7 @@ impl Cubic {
             hystart: p.flag("hystart")?,
             hystart_detect: p.int("hystart_detect", 0, 3)? as u32,
             hystart_low_window: p.int("hystart_low_window", 0, 1 << 30)? as u32,
-            hystart_ack_delta_us: p.int("hystart_ack_delta_us", 0, 1_000_000)? as u32,
+            hystart_ack_delta_us: (p.int("hystart_ack_delta_ns", 0, 1_000_000_000)? / 1_000) as u32,
             initial_ssthresh: p.int("initial_ssthresh", 0, 1 << 30)? as u32,
             hz,
             ..Default::default()

@@ -125,6 +125,10 @@ pub struct Window {
     pub initial_window: u32,
     /// The sender paces packets (Linux `sk_pacing_status != SK_PACING_NONE`).
     pub pacing: bool,
+    /// TSval and TSecr of the latest ACK (Linux `rx_opt.rcv_tsval/rcv_tsecr`), 0 if none;
+    /// both clocks are the simulation clock in ns.
+    pub rcv_tsval: u64,
+    pub rcv_tsecr: u64,
 }
 
 impl Window {
@@ -152,6 +156,8 @@ impl Window {
             last_send: SimTime::ZERO,
             initial_window,
             pacing: false,
+            rcv_tsval: 0,
+            rcv_tsecr: 0,
         }
     }
 
@@ -291,6 +297,16 @@ pub trait CongestionControl {
 
     /// A data segment left (for algorithms that schedule their own sending).
     fn on_packet_sent(&mut self, _w: &Window, _bytes: u32) {}
+
+    /// For algorithms that schedule their own transmissions (TCP Wave's burst timer): the
+    /// next instant at which the controller wants to act, if any.
+    fn send_timer(&self) -> Option<SimTime> {
+        None
+    }
+
+    /// The send timer fired at `w.now`: the controller may open the window (e.g. add a
+    /// burst to cwnd); the sender transmits right after.
+    fn on_send_timer(&mut self, _w: &mut Window) {}
 }
 
 /// Facts available when a controller is built.
@@ -319,6 +335,9 @@ pub struct CcInfo {
     pub params: &'static [ParamSpec],
     /// Built-in TCP option overrides (e.g. `newreno` = Reno without SACK).
     pub sack: Option<bool>,
+    /// Needs ECN with per-packet CE echo (DCTCP): the flow negotiates ECN, marks even
+    /// retransmissions ECT, and its receiver mirrors CE on every ACK.
+    pub ecn: bool,
 }
 
 /// Parameters given in a scenario, checked against an algorithm's `ParamSpec`s.
@@ -449,6 +468,13 @@ impl CongestionControl for Cc {
     #[inline]
     fn on_packet_sent(&mut self, w: &Window, bytes: u32) {
         dispatch!(self, c => c.on_packet_sent(w, bytes))
+    }
+    #[inline]
+    fn send_timer(&self) -> Option<SimTime> {
+        dispatch!(self, c => c.send_timer())
+    }
+    fn on_send_timer(&mut self, w: &mut Window) {
+        dispatch!(self, c => c.on_send_timer(w))
     }
 }
 

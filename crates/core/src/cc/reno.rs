@@ -14,6 +14,7 @@ pub const INFO: CcInfo = CcInfo {
     reference: "RFC 5681; Linux net/ipv4/tcp_cong.c",
     params: &[],
     sack: None,
+    ecn: false,
 };
 
 pub const NEWRENO_INFO: CcInfo = CcInfo {
@@ -23,6 +24,7 @@ pub const NEWRENO_INFO: CcInfo = CcInfo {
     reference: "RFC 6582; Linux tcp_input.c (non-SACK path)",
     params: &[],
     sack: Some(false),
+    ecn: false,
 };
 
 /// Linux Reno.

@@ -56,6 +56,7 @@ pub struct LinkStats {
     pub bytes_tx: u64,
     pub queue_drops: u64,
     pub error_drops: u64,
+    pub ecn_marks: u64,
     /// Time-weighted queue length (packets waiting, not in service) and bytes.
     pub q_pkts: TimeWeighted,
     pub q_bytes: TimeWeighted,
@@ -64,8 +65,8 @@ pub struct LinkStats {
 /// Outcome of offering a packet to a link.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Admission {
-    /// The packet will arrive at the far end at this time.
-    Arrives(SimTime),
+    /// The packet will arrive at the far end at `at`; `ce`: mark it Congestion Experienced.
+    Arrives { at: SimTime, ce: bool },
     /// The queue was full (DropTail).
     QueueDrop,
     /// The packet used the link but was corrupted (error model).
@@ -80,6 +81,8 @@ pub struct Link {
     pub delay: SimDuration,
     pub limit: QueueLimit,
     pub errors: ErrorModel,
+    /// ECN marking threshold (packets waiting), if the queue marks.
+    pub ecn_threshold_pkts: Option<u64>,
     rng: SimRng,
     busy_until: SimTime,
     /// Start-of-service times (and sizes) of packets waiting in the queue, oldest first.
@@ -105,6 +108,7 @@ impl Link {
             delay,
             limit,
             errors,
+            ecn_threshold_pkts: None,
             rng,
             busy_until: SimTime::ZERO,
             waiting: VecDeque::new(),
@@ -129,10 +133,17 @@ impl Link {
         }
     }
 
-    /// Offer a packet of `wire_bytes` at `now`.
+    /// Offer a packet of `wire_bytes` at `now`; `ect`: it is ECN-capable.
     #[inline]
-    pub fn admit(&mut self, now: SimTime, wire_bytes: u32) -> Admission {
+    pub fn admit(&mut self, now: SimTime, wire_bytes: u32, ect: bool) -> Admission {
         self.purge(now);
+        let ce = ect
+            && self
+                .ecn_threshold_pkts
+                .is_some_and(|k| self.waiting.len() as u64 >= k);
+        if ce {
+            self.stats.ecn_marks += 1;
+        }
         let full = match self.limit {
             QueueLimit::Packets(n) => self.waiting.len() as u64 >= n && self.busy_until > now,
             QueueLimit::Bytes(b) => {
@@ -166,7 +177,10 @@ impl Link {
                 return Admission::ErrorDrop;
             }
         }
-        Admission::Arrives(end + self.delay)
+        Admission::Arrives {
+            at: end + self.delay,
+            ce,
+        }
     }
 
     /// Put an admitted packet on the wire. Returns true if it became the pipeline head
@@ -229,16 +243,25 @@ mod tests {
         let mut l = link(QueueLimit::Packets(10));
         // 1500 B at 4 Mbit/s = 3 ms; delay 250 ms.
         assert_eq!(
-            l.admit(SimTime::ZERO, 1500),
-            Admission::Arrives(SimTime(253_000_000))
+            l.admit(SimTime::ZERO, 1500, false),
+            Admission::Arrives {
+                at: SimTime(253_000_000),
+                ce: false
+            }
         );
         assert_eq!(
-            l.admit(SimTime::ZERO, 1500),
-            Admission::Arrives(SimTime(256_000_000))
+            l.admit(SimTime::ZERO, 1500, false),
+            Admission::Arrives {
+                at: SimTime(256_000_000),
+                ce: false
+            }
         );
         assert_eq!(
-            l.admit(SimTime(1_000_000), 1500),
-            Admission::Arrives(SimTime(259_000_000))
+            l.admit(SimTime(1_000_000), 1500, false),
+            Admission::Arrives {
+                at: SimTime(259_000_000),
+                ce: false
+            }
         );
     }
 
@@ -248,17 +271,20 @@ mod tests {
         // First goes into service, two wait, the fourth is dropped.
         for _ in 0..3 {
             assert!(matches!(
-                l.admit(SimTime::ZERO, 1500),
-                Admission::Arrives(_)
+                l.admit(SimTime::ZERO, 1500, false),
+                Admission::Arrives { .. }
             ));
         }
-        assert_eq!(l.admit(SimTime::ZERO, 1500), Admission::QueueDrop);
+        assert_eq!(l.admit(SimTime::ZERO, 1500, false), Admission::QueueDrop);
         // After 3 ms the second packet is in service: one waits, one slot is free.
         assert!(matches!(
-            l.admit(SimTime(3_000_000), 1500),
-            Admission::Arrives(_)
+            l.admit(SimTime(3_000_000), 1500, false),
+            Admission::Arrives { .. }
         ));
-        assert_eq!(l.admit(SimTime(3_000_000), 1500), Admission::QueueDrop);
+        assert_eq!(
+            l.admit(SimTime(3_000_000), 1500, false),
+            Admission::QueueDrop
+        );
         assert_eq!(l.stats.queue_drops, 2);
     }
 
@@ -266,18 +292,18 @@ mod tests {
     fn byte_limit_applies_to_waiting_bytes() {
         let mut l = link(QueueLimit::Bytes(3000));
         assert!(matches!(
-            l.admit(SimTime::ZERO, 1500),
-            Admission::Arrives(_)
+            l.admit(SimTime::ZERO, 1500, false),
+            Admission::Arrives { .. }
         )); // in service
         assert!(matches!(
-            l.admit(SimTime::ZERO, 1500),
-            Admission::Arrives(_)
+            l.admit(SimTime::ZERO, 1500, false),
+            Admission::Arrives { .. }
         )); // 1500 waiting
         assert!(matches!(
-            l.admit(SimTime::ZERO, 1500),
-            Admission::Arrives(_)
+            l.admit(SimTime::ZERO, 1500, false),
+            Admission::Arrives { .. }
         )); // 3000 waiting
-        assert_eq!(l.admit(SimTime::ZERO, 40), Admission::QueueDrop);
+        assert_eq!(l.admit(SimTime::ZERO, 40, false), Admission::QueueDrop);
     }
 
     #[test]
@@ -285,12 +311,33 @@ mod tests {
         let mut l = link(QueueLimit::Packets(10));
         // Three packets at t=0: queue 2 during [0,3ms), 1 during [3,6ms), 0 after.
         for _ in 0..3 {
-            l.admit(SimTime::ZERO, 1500);
+            l.admit(SimTime::ZERO, 1500, false);
         }
         l.sample(SimTime(9_000_000));
         // area = 2*3ms + 1*3ms = 9e6 pkt*ns; over 9 ms the mean is 1 packet.
         assert_eq!(l.stats.q_pkts.area, 9_000_000);
         assert_eq!(l.stats.q_pkts.max, 2);
+    }
+
+    #[test]
+    fn ecn_marks_ect_packets_when_queue_reaches_threshold() {
+        let mut l = link(QueueLimit::Packets(100));
+        l.ecn_threshold_pkts = Some(2);
+        // In service, then 1 waiting, then 2 waiting: the 4th arrival sees 2 waiting.
+        let marks: Vec<bool> = (0..4)
+            .map(|_| {
+                matches!(
+                    l.admit(SimTime::ZERO, 1500, true),
+                    Admission::Arrives { ce: true, .. }
+                )
+            })
+            .collect();
+        assert_eq!(marks, vec![false, false, false, true]);
+        // Not ECN-capable: never marked.
+        assert!(matches!(
+            l.admit(SimTime::ZERO, 1500, false),
+            Admission::Arrives { ce: false, .. }
+        ));
     }
 
     #[test]
@@ -319,7 +366,7 @@ mod tests {
         );
         let n = 200_000u64;
         for i in 0..n {
-            l.admit(SimTime(i * 1_000_000), 1500);
+            l.admit(SimTime(i * 1_000_000), 1500, false);
         }
         // mean 10000, sd = sqrt(n p (1-p)) = 97.5; 5 sd.
         let d = l.stats.error_drops as i64 - 10_000;

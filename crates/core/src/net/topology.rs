@@ -53,7 +53,7 @@ impl Topology {
                 (Some(p), None) => QueueLimit::Packets(p),
                 (None, None) => QueueLimit::Packets(1000),
             };
-            Link::new(
+            let mut l = Link::new(
                 name,
                 d.rate_bps,
                 SimDuration::from_ns(d.delay_ns),
@@ -63,7 +63,9 @@ impl Topology {
                     ber: d.ber,
                 },
                 SimRng::substream(seed, &format!("link/{name}/errors")),
-            )
+            );
+            l.ecn_threshold_pkts = d.ecn_threshold_pkts;
+            l
         };
         links.push(dir_link("bottleneck.forward", &cfg.bottleneck.forward));
         links.push(dir_link("bottleneck.reverse", &cfg.bottleneck.reverse));

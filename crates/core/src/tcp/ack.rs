@@ -80,6 +80,8 @@ impl Sender {
         }
         if self.cfg.timestamps && p.ts_ecr != 0 {
             self.rcv_tsecr = p.ts_ecr;
+            self.w.rcv_tsecr = p.ts_ecr;
+            self.w.rcv_tsval = p.ts_val;
         }
         // Window update (Linux tcp_ack_update_window: a dupACK only counts as an update if
         // the window grew).
@@ -87,7 +89,8 @@ impl Sender {
             flag.win_update = true;
         }
         self.snd_wnd = p.wnd;
-        flag.ece = p.has(pflags::ECE);
+        flag.ece = self.cfg.ecn && p.has(pflags::ECE);
+        let prior_delivered_ack = self.rate.delivered;
 
         self.sync_view(now);
         let ack_flags = AckFlags {
@@ -107,9 +110,12 @@ impl Sender {
         }
         self.clean_rtx_queue(now, p, prior_snd_una, prior_sacked, &mut flag, &ss, &mut rs);
 
+        if flag.ece {
+            // Linux tcp_count_delivered: packets delivered by an ECE ACK count as CE.
+            self.rate.delivered_ce += self.rate.delivered - prior_delivered_ack;
+        }
         if self.cfg.rack {
-            let ended = false;
-            self.rack.update_reo_wnd(flag.dsacking_ack, ended);
+            self.rack.update_reo_wnd(flag.dsacking_ack, false);
         }
         if self.tlp_high_seq.is_some() {
             self.process_tlp_ack(now, p.ack, &flag);
@@ -485,7 +491,7 @@ impl Sender {
             self.tlp_high_seq = None;
         } else if ack > h {
             // The probe repaired a loss: reduce cwnd once (CWR).
-            self.init_cwnd_reduction(now);
+            self.init_cwnd_reduction(now, crate::cc::LossKind::Cwr);
             self.set_ca_state(now, CaState::Cwr);
             self.end_cwnd_reduction(now);
             self.try_keep_open(now);

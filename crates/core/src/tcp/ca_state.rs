@@ -49,19 +49,28 @@ impl Sender {
     }
 
     /// Linux `tcp_init_cwnd_reduction`.
-    pub(crate) fn init_cwnd_reduction(&mut self, now: SimTime) {
+    pub(crate) fn init_cwnd_reduction(&mut self, now: SimTime, kind: LossKind) {
         self.high_seq = self.snd_nxt;
         self.tlp_high_seq = None;
         self.w.cwnd_cnt = 0;
         self.w.prior_cwnd = self.w.cwnd;
         self.prr.enter();
         self.sync_view(now);
-        let kind = if self.ca_state == CaState::Cwr {
-            LossKind::Cwr
-        } else {
-            LossKind::Recovery
-        };
         self.w.ssthresh = self.cc.on_congestion_event(&mut self.w, kind);
+        if self.cfg.ecn {
+            self.ecn_queue_cwr = true;
+        }
+    }
+
+    /// Linux `tcp_enter_cwr`: an ECN echo reduces cwnd once per window, without
+    /// retransmitting.
+    pub(crate) fn enter_cwr(&mut self, now: SimTime) {
+        self.prior_ssthresh = 0;
+        if self.ca_state < CaState::Cwr {
+            self.undo_marker = None;
+            self.init_cwnd_reduction(now, LossKind::Cwr);
+            self.set_ca_state(now, CaState::Cwr);
+        }
     }
 
     /// Linux `tcp_end_cwnd_reduction`.
@@ -87,7 +96,7 @@ impl Sender {
             if !ece_ack {
                 self.prior_ssthresh = self.w.current_ssthresh();
             }
-            self.init_cwnd_reduction(now);
+            self.init_cwnd_reduction(now, LossKind::Recovery);
         }
         self.set_ca_state(now, CaState::Recovery);
     }
@@ -105,9 +114,12 @@ impl Sender {
     }
 
     /// Linux `tcp_try_to_open`.
-    fn try_to_open(&mut self, now: SimTime, _flag: &AckFlagSet) {
+    fn try_to_open(&mut self, now: SimTime, flag: &AckFlagSet) {
         if !self.any_retrans_done() {
             self.retrans_stamp = None;
+        }
+        if flag.ece {
+            self.enter_cwr(now);
         }
         if self.ca_state != CaState::Cwr {
             self.try_keep_open(now);

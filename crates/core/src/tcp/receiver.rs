@@ -41,6 +41,19 @@ pub struct ReceiverConfig {
     pub delayed_ack: bool,
     pub rwnd_bytes: u64,
     pub app: AppConfig,
+    pub ecn: EcnEcho,
+}
+
+/// How the receiver echoes Congestion Experienced marks.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum EcnEcho {
+    /// No ECN.
+    Off,
+    /// RFC 3168: ECE on every ACK from the first CE until the sender's CWR.
+    Classic,
+    /// DCTCP: ECE mirrors the CE bit of the latest data; an ACK is sent at once when the
+    /// CE state flips (Linux `dctcp_ece_ack_update`).
+    Dctcp,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -91,6 +104,8 @@ pub struct Receiver {
     hs_sent_at: SimTime,
     hs_tries: u32,
     got_data: bool,
+    /// Classic ECN: echo ECE until CWR. DCTCP: CE state of the latest segment.
+    ece: bool,
     pub completion: Option<SimTime>,
     pub stats: ReceiverStats,
 }
@@ -122,6 +137,7 @@ impl Receiver {
             hs_sent_at: SimTime::ZERO,
             hs_tries: 0,
             got_data: false,
+            ece: false,
             completion: None,
             stats: ReceiverStats::default(),
         }
@@ -279,7 +295,31 @@ impl Receiver {
                 };
             }
         }
-        let _ = p.has(flags::RETRANS); // receivers cannot know; statistics only
+        match self.cfg.ecn {
+            EcnEcho::Off => {}
+            EcnEcho::Classic => {
+                // Linux tcp_ecn_accept_cwr, then tcp_ecn_check_ce.
+                if p.has(flags::CWR) {
+                    self.ece = false;
+                }
+                if p.has(flags::CE) && !self.ece {
+                    self.ece = true;
+                    self.quick = self.quick.max(2);
+                }
+            }
+            EcnEcho::Dctcp => {
+                let ce = p.has(flags::CE);
+                if ce != self.ece {
+                    // Report the old state for data already received, then the new one at
+                    // once.
+                    if self.ack_timer.is_some() {
+                        self.send_ack(now, out);
+                    }
+                    self.ece = ce;
+                    self.quick = self.quick.max(1);
+                }
+            }
+        }
 
         if end <= self.rcv_nxt {
             // Entirely old: a spurious retransmission. D-SACK it and ACK at once.
@@ -448,6 +488,9 @@ impl Receiver {
         let mut p = self.control(now, PacketKind::Ack);
         p.ack = self.rcv_nxt;
         p.wnd = self.window();
+        if self.ece {
+            p.flags |= flags::ECE;
+        }
         if self.cfg.sack {
             let max_blocks = if self.cfg.timestamps { 3 } else { 4 };
             let mut n = 0;
@@ -490,6 +533,7 @@ mod tests {
                 delayed_ack: delayed,
                 rwnd_bytes: 100_000,
                 app: AppConfig::Bulk,
+                ecn: EcnEcho::Off,
             },
         );
         r.state = RcvState::Established;

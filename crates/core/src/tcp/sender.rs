@@ -41,6 +41,10 @@ pub struct SenderConfig {
     pub pacing: bool,
     pub slow_start_after_idle: bool,
     pub app: AppConfig,
+    /// ECN negotiated (RFC 3168).
+    pub ecn: bool,
+    /// ECT on retransmissions too (Linux `tcp_ca_needs_ecn`, i.e. DCTCP).
+    pub ecn_always_ect: bool,
 }
 
 /// Connection state (RFC 793 names) as far as the data sender needs them.
@@ -124,6 +128,8 @@ pub struct Sender {
     pub(crate) cwnd_usage_seq: u64,
     /// Latest TSecr received (for RTT fallback and undo decisions).
     pub(crate) rcv_tsecr: u64,
+    /// Set CWR on the next new data segment (Linux `TCP_ECN_QUEUE_CWR`).
+    pub(crate) ecn_queue_cwr: bool,
     // timers
     pub(crate) xmit_timer: Option<(SimTime, XmitTimer)>,
     pub(crate) icsk_rto: SimDuration,
@@ -180,6 +186,7 @@ impl Sender {
             lost_total: 0,
             cwnd_usage_seq: 0,
             rcv_tsecr: 0,
+            ecn_queue_cwr: false,
             xmit_timer: None,
             icsk_rto: RTO_INIT,
             backoff: 0,
@@ -258,7 +265,10 @@ impl Sender {
     pub fn timer_deadline(&self, slot: TimerSlot) -> Option<SimTime> {
         match slot {
             TimerSlot::Retransmit => self.xmit_timer.map(|(t, _)| t),
-            TimerSlot::Pacing => self.pace_timer,
+            TimerSlot::Pacing => match (self.pace_timer, self.cc.send_timer()) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
             TimerSlot::Handshake => self.hs_timer,
             TimerSlot::Ack => None,
         }
@@ -279,13 +289,26 @@ impl Sender {
         }
     }
 
-    fn data_packet(&self, now: SimTime, seq: u64, len: u32, retrans: bool) -> Packet {
+    fn data_packet(&mut self, now: SimTime, seq: u64, len: u32, retrans: bool) -> Packet {
         let mut p = self.header(PacketKind::Data, now);
         p.seq = seq;
         p.len = len;
         p.wire_bytes = Packet::wire_size(len, self.cfg.timestamps, 0);
         if retrans {
             p.flags |= packet::flags::RETRANS;
+        }
+        // Linux tcp_ecn_send: new data is ECT and carries a queued CWR; retransmissions are
+        // not ECT unless the algorithm needs ECN (RFC 3168 §6.1.5).
+        if self.cfg.ecn {
+            if !retrans {
+                p.flags |= packet::flags::ECT;
+                if self.ecn_queue_cwr {
+                    self.ecn_queue_cwr = false;
+                    p.flags |= packet::flags::CWR;
+                }
+            } else if self.cfg.ecn_always_ect {
+                p.flags |= packet::flags::ECT;
+            }
         }
         p
     }
@@ -670,8 +693,17 @@ impl Sender {
                 }
             }
             TimerSlot::Pacing => {
+                let mut act = false;
+                if self.cc.send_timer().is_some_and(|t| t <= now) {
+                    self.sync_view(now);
+                    self.cc.on_send_timer(&mut self.w);
+                    act = true;
+                }
                 if self.pace_timer.is_some_and(|t| t <= now) {
                     self.pace_timer = None;
+                    act = true;
+                }
+                if act {
                     self.transmit(now, out);
                 }
             }

@@ -16,6 +16,7 @@ pub struct Spec {
     pub app: AppConfig,
     pub tcp: TcpConfig,
     pub flows: usize,
+    pub ecn_k: Option<u64>,
 }
 
 impl Default for Spec {
@@ -32,6 +33,7 @@ impl Default for Spec {
             app: AppConfig::Bulk,
             tcp: TcpConfig::default(),
             flows: 1,
+            ecn_k: None,
         }
     }
 }
@@ -52,6 +54,7 @@ impl Spec {
                 limit_pkts: Some(self.queue_pkts),
                 limit_bytes: None,
             },
+            ecn_threshold_pkts: self.ecn_k,
         };
         ScenarioConfig {
             name: "test".into(),
