@@ -101,6 +101,23 @@ pub struct TcpConfig {
     pub slow_start_after_idle: bool,
     /// Negotiate ECN (RFC 3168); DCTCP turns it on itself.
     pub ecn: bool,
+    /// Proportional Rate Reduction during recovery (Linux); false: RFC 6675 halving.
+    pub prr: bool,
+    /// Forward-acknowledgement loss marking (Linux < 4.15 `tcp_fack`).
+    pub fack: bool,
+    /// Which TCP implementation the flow models.
+    pub stack: Stack,
+}
+
+/// TCP implementation profile.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Stack {
+    /// Linux 4.x–6.x behaviour (default).
+    #[default]
+    Linux,
+    /// ns-2's TCP agents (Tahoe/Reno/NewReno/Sack1/FACK/Vegas semantics, ns-2 timers).
+    Ns2,
 }
 
 impl Default for TcpConfig {
@@ -120,6 +137,9 @@ impl Default for TcpConfig {
             pacing: false,
             slow_start_after_idle: true,
             ecn: false,
+            prr: true,
+            fack: false,
+            stack: Stack::Linux,
         }
     }
 }

@@ -92,6 +92,8 @@ impl Simulation {
                 app: f.app,
                 ecn,
                 ecn_always_ect: cc_needs_ecn,
+                prr: f.tcp.prr,
+                fack: f.tcp.fack && sack,
             };
             let rwnd = if f.tcp.window_scaling {
                 f.tcp.rwnd_bytes

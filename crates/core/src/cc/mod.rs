@@ -20,6 +20,19 @@
 //! view of the connection, which is all a `tcp_cong.c` module ever touches.
 pub mod cubic;
 pub mod reno;
+// -- group A: bic, highspeed, scalable, htcp
+
+// -- group B: hybla, westwood, illinois, lp
+
+// -- group C: vegas, veno, yeah, fast, compound
+
+// -- group D: bbr, bbr3
+
+// -- group E: dctcp, ledbat
+
+// -- group F: wave
+
+// -- group G: ns-2 stacks (tahoe, sack, fack, ...)
 
 use crate::config::ConfigError;
 use crate::rng::SimRng;
@@ -413,6 +426,19 @@ impl<'a> Params<'a> {
 pub enum Cc {
     Reno(reno::Reno),
     Cubic(Box<cubic::Cubic>),
+    // -- group A
+
+    // -- group B
+
+    // -- group C
+
+    // -- group D
+
+    // -- group E
+
+    // -- group F
+
+    // -- group G
     Custom(Box<dyn CongestionControl + Send>),
 }
 
@@ -421,6 +447,19 @@ macro_rules! dispatch {
         match $self {
             Cc::Reno($c) => $e,
             Cc::Cubic($c) => $e,
+            // -- group A
+
+            // -- group B
+
+            // -- group C
+
+            // -- group D
+
+            // -- group E
+
+            // -- group F
+
+            // -- group G
             Cc::Custom($c) => $e,
         }
     };
@@ -480,7 +519,24 @@ impl CongestionControl for Cc {
 
 /// All built-in algorithms, in catalogue order.
 pub fn catalogue() -> Vec<CcInfo> {
-    vec![reno::INFO, reno::NEWRENO_INFO, cubic::INFO]
+    vec![
+        reno::INFO,
+        reno::NEWRENO_INFO,
+        cubic::INFO,
+        // -- group A
+
+        // -- group B
+
+        // -- group C
+
+        // -- group D
+
+        // -- group E
+
+        // -- group F
+
+        // -- group G
+    ]
 }
 
 /// Catalogue entry for `name`.
@@ -493,8 +549,9 @@ pub fn build(
     name: &str,
     params: &BTreeMap<String, f64>,
     init: &FlowInit,
-    _rng: &mut SimRng,
+    rng: &mut SimRng,
 ) -> Result<Cc, ConfigError> {
+    let _ = &rng;
     let Some(ci) = info(name) else {
         let names: Vec<&str> = catalogue().iter().map(|i| i.name).collect();
         return Err(ConfigError(format!(
@@ -506,6 +563,19 @@ pub fn build(
     Ok(match name {
         "reno" | "newreno" => Cc::Reno(reno::Reno::new(&p, init, ci.name)?),
         "cubic" => Cc::Cubic(Box::new(cubic::Cubic::new(&p, init)?)),
+        // -- group A
+
+        // -- group B
+
+        // -- group C
+
+        // -- group D
+
+        // -- group E
+
+        // -- group F
+
+        // -- group G
         _ => unreachable!("catalogue and build() disagree on {name}"),
     })
 }

@@ -168,7 +168,10 @@ impl Sender {
             self.cc.cong_control(&mut self.w, rs);
             return;
         }
-        if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
+        if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) && !self.cfg.prr {
+            // RFC 6675 §5: cwnd = ssthresh for the whole recovery; pipe limits sending.
+            self.w.cwnd = self.w.ssthresh.max(1);
+        } else if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
             let in_flight = self.in_flight();
             if let Some(c) = self.prr.on_ack(PrrAck {
                 newly_acked_sacked: delivered,

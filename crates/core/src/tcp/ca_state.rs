@@ -237,6 +237,25 @@ impl Sender {
         self.dupthresh_scan = self.dupthresh_scan.max(boundary);
     }
 
+    /// FACK (Mathis & Mahdavi 1996; Linux < 4.15 with `tcp_fack`): everything un-SACKed more
+    /// than `reordering` segments below the forward-most SACKed segment is lost.
+    fn fack_mark_lost(&mut self) {
+        let Some(fack_end) = self.sb.highest_sacked_end() else {
+            return;
+        };
+        let boundary = fack_end.saturating_sub(self.reordering as u64);
+        let mut no = self.sb.front().max(self.dupthresh_scan);
+        while no < boundary {
+            if let Some(s) = self.sb.get(no) {
+                if !s.has(SACKED) && !s.has(LOST) && self.sb.mark_lost(no) {
+                    self.lost_total += 1;
+                }
+            }
+            no += 1;
+        }
+        self.dupthresh_scan = self.dupthresh_scan.max(boundary);
+    }
+
     /// Linux `tcp_identify_packet_loss`.
     fn identify_packet_loss(&mut self, now: SimTime, flag: &mut AckFlagSet) {
         if self.sb.is_empty() {
@@ -244,6 +263,8 @@ impl Sender {
         }
         if !self.is_sack() {
             self.newreno_mark_lost(flag.snd_una_advanced);
+        } else if self.cfg.fack {
+            self.fack_mark_lost();
         } else if self.cfg.rack {
             if !self.rack.advanced {
                 return;
@@ -270,7 +291,15 @@ impl Sender {
         if self.sb.lost_out > 0 {
             return true;
         }
-        // Classic rule, only without RACK: more than DupThresh dupACK-equivalents.
+        // Classic rule, only without RACK: more than DupThresh dupACK-equivalents (FACK:
+        // the forward-most SACK is more than DupThresh segments above snd_una).
+        if self.cfg.fack && self.is_sack() {
+            let fackets = self
+                .sb
+                .highest_sacked_end()
+                .map_or(0, |e| e - self.sb.front());
+            return fackets > self.reordering as u64;
+        }
         !self.cfg.rack && self.is_sack() && self.sacked_out() + 1 > self.reordering
     }
 

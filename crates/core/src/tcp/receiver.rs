@@ -368,7 +368,12 @@ impl Receiver {
             self.ack_check(now, out);
             return;
         }
-        // Out of order.
+        // Out of order. Linux flushes held (compressed) ACKs before this segment would push
+        // a SACK block beyond the first two, so the sender hears of every block
+        // (`tcp_sack_compress_send_ack`, TCP_SACK_BLOCKS_EXPECTED = 2).
+        if self.compressed_ack > 0 && self.cfg.sack && self.sack_slot(seq, end) >= 2 {
+            self.send_ack(now, out);
+        }
         self.insert_ofo(seq, end);
         self.ack_check(now, out);
     }
@@ -422,6 +427,15 @@ impl Receiver {
         }
         self.sacks = list;
         self.n_sacks = n;
+    }
+
+    /// Index of the SACK block `[seq, end)` extends, or the number of blocks if it starts a
+    /// new one.
+    fn sack_slot(&self, seq: u64, end: u64) -> usize {
+        self.sacks[..self.n_sacks]
+            .iter()
+            .position(|b| seq <= b.end && end >= b.start)
+            .unwrap_or(self.n_sacks)
     }
 
     /// Drop SACK blocks now covered by the cumulative ACK (Linux `tcp_sack_remove`).
@@ -604,6 +618,33 @@ mod tests {
             }]
         );
         assert_eq!(r.stats.bytes_delivered, 4000);
+    }
+
+    #[test]
+    fn held_compressed_ack_is_flushed_before_a_sack_block_is_displaced() {
+        let mut r = rx(true);
+        let mut out = vec![];
+        r.on_data(SimTime(0), &seg(0), &mut out);
+        r.quick = 0;
+        out.clear();
+        // Holes at 1000, 3000, 5000, ...: three immediate dupACKs, then compression.
+        for (i, s) in [2000u64, 4000, 6000].iter().enumerate() {
+            r.on_data(SimTime(1 + i as u64), &seg(*s), &mut out);
+        }
+        assert_eq!(out.len(), 3);
+        r.on_data(SimTime(10), &seg(6000 + 1000), &mut out); // extends the front block: held
+        assert_eq!(out.len(), 3, "compressed");
+        // A new block while two exist would push the 2000 block down: flush first.
+        r.on_data(SimTime(11), &seg(9000), &mut out);
+        assert_eq!(out.len(), 4);
+        let flushed = &out[3];
+        assert_eq!(
+            flushed.sack_blocks()[0],
+            SackBlock {
+                start: 6000,
+                end: 8000
+            }
+        );
     }
 
     #[test]

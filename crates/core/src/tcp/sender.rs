@@ -45,6 +45,10 @@ pub struct SenderConfig {
     pub ecn: bool,
     /// ECT on retransmissions too (Linux `tcp_ca_needs_ecn`, i.e. DCTCP).
     pub ecn_always_ect: bool,
+    /// PRR during reductions; false: RFC 6675 (cwnd = ssthresh, send while pipe < cwnd).
+    pub prr: bool,
+    /// FACK loss marking (un-SACKed data more than DupThresh below the highest SACK).
+    pub fack: bool,
 }
 
 /// Connection state (RFC 793 names) as far as the data sender needs them.
