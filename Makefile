@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 export PYO3_PYTHON := $(abspath $(PY))
 CARGO ?= cargo
 
-.PHONY: all venv build demo test test-rust lint test-py bench clean fmt
+.PHONY: all venv build demo test test-rust lint test-py bench clean fmt system-deps
 
 all: build
 
@@ -18,6 +18,16 @@ $(VENV)/.deps: pyproject.toml
 	touch $@
 
 venv: $(VENV)/.deps
+
+# Debian's Chromium renders the HTML report in a browser test (headless). Installed by the
+# project itself when missing (needs root, as on CI).
+system-deps:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing Debian chromium (report browser test)"; \
+	  apt-get install -y -q chromium >/dev/null 2>&1 || \
+	  { apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null; } || \
+	  echo "warning: could not install chromium; the browser test will be skipped"; }
+
 
 # Build the Rust extension in release mode and install the package (editable) into .venv.
 build: venv
@@ -37,7 +47,7 @@ lint: build
 	$(BIN)/mypy python/tcplab tests
 	$(BIN)/python -m mypy.stubtest tcplab._core
 
-test-py: build
+test-py: build system-deps
 	$(BIN)/pytest -q
 
 bench: build

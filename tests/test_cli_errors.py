@@ -146,6 +146,17 @@ CASES = [
         id="queue negative bdp",
     ),
     pytest.param(
+        broken('queue = "2bdp"', 'queue = "2bdp"\necn_threshold = "20KB"'),
+        'error: bottleneck.ecn_threshold = "20KB": not a packet count; '
+        'allowed: a packet count such as "20pkts" (or 20)',
+        id="ecn threshold not in packets",
+    ),
+    pytest.param(
+        broken("mss = 1448", "mss = 1448\nsack = false\nrack = true"),
+        "error: flows[0].tcp.rack = true: needs SACK, but sack = false",
+        id="rack without sack",
+    ),
+    pytest.param(
         broken("per = 1e-4", "ber = -0.1"),
         "error: bottleneck.ber = -0.1: must be in [0, 1)",
         id="ber out of range",

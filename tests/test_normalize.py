@@ -99,6 +99,7 @@ def test_defaults() -> None:
     assert out["access"] == {"rate_bps": 1_000_000_000, "delay_ns": 100_000}
     forward, reverse = out["bottleneck"]["forward"], out["bottleneck"]["reverse"]
     assert (forward["per"], forward["ber"], reverse["per"], reverse["ber"]) == (0, 0, 0, 0)
+    assert forward["ecn_threshold_pkts"] is None and reverse["ecn_threshold_pkts"] is None
     assert reverse["rate_bps"] == 10_000_000 and reverse["delay_ns"] == 20_000_000
     # default 1bdp: 10e6 x (2 x (20 + 0.2) ms) / 12000 = 10e6 x 0.0404 / 12000 = 33.67 -> 34
     assert forward["queue"]["limit_pkts"] == 34
@@ -108,14 +109,25 @@ def test_defaults() -> None:
             "cca_params": {},
             "start_ns": 0,
             "app": {"kind": "bulk"},
+            # every option explicit, Linux defaults (docs/interface.md)
             "tcp": {
+                "stack": "linux",
                 "mss_bytes": 1448,
                 "sack": True,
+                "dsack": True,
+                "fack": False,
+                "rack": True,
+                "tlp": True,
+                "frto": True,
+                "prr": True,
                 "timestamps": True,
+                "delayed_ack": True,
                 "initial_window_pkts": 10,
                 "rwnd_bytes": 6 * 1024 * 1024,
                 "window_scaling": True,
-                "delayed_ack": True,
+                "pacing": False,
+                "ecn": False,
+                "slow_start_after_idle": True,
             },
             "access": None,
         }

@@ -49,7 +49,7 @@ def _flow(flow_id: int, cca: str, goodput_bps: float) -> dict[str, Any]:
     }
 
 
-def _link(name: str) -> dict[str, Any]:
+def _link(name: str, ecn_marks: int = 0) -> dict[str, Any]:
     return {
         "name": name,
         "rate_bps": 4_000_000,
@@ -58,10 +58,12 @@ def _link(name: str) -> dict[str, Any]:
         "utilization": 0.95,
         "queue_drops": 2,
         "error_drops": 3,
+        "ecn_marks": ecn_marks,
         "queue_mean_pkts": 12.5,
         "queue_max_pkts": 40,
         "queue_mean_bytes": 18_000.0,
         "queue_max_bytes": 60_000,
+        "sojourn_max_ns": 9_000_000,  # not in the interface: passed through to --json
     }
 
 
@@ -84,7 +86,7 @@ RESULT: dict[str, Any] = {
     "events": 123_456,
     "core_version": "0.1.0",
     "flows": [_flow(0, "reno", 3e6), _flow(1, "cubic", 1e6)],
-    "links": [_link("bottleneck.forward"), _link("bottleneck.reverse")],
+    "links": [_link("bottleneck.forward", ecn_marks=17), _link("bottleneck.reverse")],
     "series": {
         "interval_ns": 1_000_000_000,
         "t_ns": [1_000_000_000, 2_000_000_000, 3_000_000_000],
@@ -124,7 +126,10 @@ def test_parse_result() -> None:
     assert run.flows[0].rtt.p95_ns == 650_000_000
     assert run.flows[0].final_ssthresh_bytes is None
     assert run.bottleneck.error_drops == 3
+    assert run.bottleneck.ecn_marks == 17
+    assert run.bottleneck.extra == {"sojourn_max_ns": 9_000_000}
     assert run.link("bottleneck.reverse").queue_max_pkts == 40
+    assert run.link("bottleneck.reverse").ecn_marks == 0
     assert run.series.flows[1].rtt_mean_ns[1] is None
 
 
@@ -150,6 +155,8 @@ def test_to_json_dict() -> None:
     assert flow["rtt_p95_ms"] == 650.0
     assert flow["completion_s"] is None
     assert flow["tlp_probes"] == 4
+    assert flow["final_ssthresh_bytes"] is None
+    assert out["flows"][1]["final_cwnd_bytes"] == 14480
     # Mathis for p = 1e-4 and base RTT 500.4 ms (see test_theory): 2,835,221 bit/s
     assert flow["mathis_bps"] == pytest.approx(2_835_220.7, rel=1e-7)
     assert out["bottleneck"] == {
@@ -157,9 +164,18 @@ def test_to_json_dict() -> None:
         "utilization": 0.95,
         "queue_drops": 2,
         "error_drops": 3,
+        "ecn_marks": 17,
         "queue_mean_pkts": 12.5,
         "queue_max_pkts": 40,
+        "sojourn_max_ns": 9_000_000,
     }
+    forward, reverse = out["links"]
+    assert (forward["name"], forward["ecn_marks"], reverse["ecn_marks"]) == (
+        "bottleneck.forward",
+        17,
+        0,
+    )
+    assert forward["sojourn_max_ns"] == 9_000_000 and "extra" not in forward
     json.dumps(out, allow_nan=False)  # strict JSON: no NaN or Infinity anywhere
 
 
@@ -194,6 +210,13 @@ def test_write_series_round_trip(tmp_path: Path, suffix: str) -> None:
 def test_write_series_refuses_other_extensions(tmp_path: Path) -> None:
     with pytest.raises(ScenarioError, match=r"unknown file extension; allowed: \.parquet, \.csv"):
         write_series(make().series, tmp_path / "s.xlsx")
+
+
+def test_link_without_ecn_marks_is_a_format_error() -> None:
+    broken = copy.deepcopy(RESULT)
+    del broken["links"][0]["ecn_marks"]
+    with pytest.raises(ResultFormatError, match=r"link bottleneck\.forward has no 'ecn_marks'"):
+        make(broken)
 
 
 def test_missing_key_is_a_format_error() -> None:

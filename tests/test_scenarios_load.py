@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
+import json
 import tomllib
 from importlib import resources
 from pathlib import Path
 
 import pytest
-from conftest import SCENARIOS
+from conftest import SCENARIOS, require_real_core, run_cli
 from tcplab import load_scenario
 from tcplab.bench import BENCHMARKS
 from tcplab.demo import builtin_scenario
@@ -26,6 +27,7 @@ def test_there_are_scenarios() -> None:
     names = {path.name for path in SCENARIO_FILES}
     expected = {"geo-sat.toml", "geo-asym.toml", "terrestrial-40ms.toml", "lan.toml"}
     assert expected | {"two-flows.toml", "file-download.toml"} <= names
+    assert {"ecn-reno.toml", "ns2-goodput.toml"} <= names
     assert PACKAGE_DATA == ["geo-sat.toml"]
 
 
@@ -64,3 +66,34 @@ def test_scenario_files_are_plain_toml() -> None:
     # guards against a scenario that only loads thanks to an override or default name
     for path in SCENARIO_FILES:
         assert "name" in tomllib.loads(path.read_text(encoding="utf-8")), path
+
+
+@pytest.mark.parametrize("name", ["ecn-reno.toml", "ns2-goodput.toml"])
+def test_new_scenario_runs(name: str) -> None:
+    require_real_core()
+    proc = run_cli("run", str(SCENARIOS / name), "--duration", "5s", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["duration_s"] == 5.0
+    assert all(flow["goodput_bps"] > 0 for flow in out["flows"])
+
+
+def test_ns2_goodput_is_the_study_setup() -> None:
+    out = normalize(load_scenario(SCENARIOS / "ns2-goodput.toml"))
+    assert len(out["flows"]) == 4
+    assert out["access"]["rate_bps"] == 10_000_000
+    forward = out["bottleneck"]["forward"]
+    assert (forward["rate_bps"], forward["delay_ns"]) == (100_000_000, 3_000_000)
+    assert forward["queue"] == {"kind": "droptail", "limit_pkts": 64}
+    assert out["duration_ns"] == 11 * 10**9
+    for flow in out["flows"]:
+        tcp = flow["tcp"]
+        assert flow["cca"] == "reno" and tcp["stack"] == "ns2"
+        assert (tcp["mss_bytes"], tcp["rwnd_bytes"]) == (1460, 128 * 1460)
+        assert (tcp["sack"], tcp["timestamps"], tcp["delayed_ack"]) == (False, False, False)
+
+
+def test_ecn_reno_marks() -> None:
+    out = normalize(load_scenario(SCENARIOS / "ecn-reno.toml"))
+    assert out["bottleneck"]["forward"]["ecn_threshold_pkts"] == 20
+    assert out["flows"][0]["tcp"]["ecn"] is True

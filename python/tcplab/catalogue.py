@@ -3,20 +3,69 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from . import _core
+from .units import format_rate_bps
+
+
+def _number_text(value: float) -> str:
+    # the core sends every default as a float; 717.0 reads better as 717
+    return str(int(value)) if value.is_integer() else repr(value)
 
 
 @dataclass(frozen=True)
 class CcaParamInfo:
-    """One tunable parameter of an algorithm, with its default in the core's units."""
+    """One tunable parameter of an algorithm, with its default in the core's units.
+
+    Durations (`<key>_ns`) and rates (`<key>_bps`) are what the core receives; users write
+    them with a unit under the short key (`rtt0 = "25ms"`), which is how `toml_key` and
+    `default_text` show them."""
 
     name: str
     default: float | int | str | bool | None
     unit: str
     help: str
+
+    @property
+    def kind(self) -> str:
+        """One of "duration", "rate", "bool" or "number"."""
+        if self.name.endswith("_ns"):
+            return "duration"
+        if self.name.endswith("_bps"):
+            return "rate"
+        if self.unit == "bool":
+            return "bool"
+        return "number"
+
+    @property
+    def toml_key(self) -> str:
+        """The key to write under `[flows.cca_params]` (`rtt0_ns` → `rtt0`)."""
+        if self.kind == "duration":
+            return self.name.removesuffix("_ns")
+        if self.kind == "rate":
+            return self.name.removesuffix("_bps")
+        return self.name
+
+    @property
+    def default_text(self) -> str:
+        """The default as a user would write it: `25ms`, `10Mbps`, `true`, `717/1024`,
+        `16 pkts`; durations are always shown in ms."""
+        value = self.default
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return "-" if value is None else str(value).lower()
+        if self.kind == "duration":
+            return f"{_number_text(value / 1e6)}ms"
+        if self.kind == "rate":
+            return format_rate_bps(round(value))
+        if self.kind == "bool":
+            return "true" if value else "false"
+        number = _number_text(float(value))
+        if not self.unit:
+            return number
+        return f"{number}{self.unit}" if self.unit.startswith("/") else f"{number} {self.unit}"
 
 
 @dataclass(frozen=True)
@@ -31,6 +80,11 @@ class CcaInfo:
 
     def param_names(self) -> tuple[str, ...]:
         return tuple(p.name for p in self.params)
+
+
+def find_cca(catalogue: Sequence[CcaInfo], name: str) -> CcaInfo | None:
+    """The entry called `name` (exact match, as in scenario files), if any."""
+    return next((info for info in catalogue if info.name == name), None)
 
 
 def _param(raw: dict[str, Any]) -> CcaParamInfo:

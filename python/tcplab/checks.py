@@ -11,8 +11,9 @@ from typing import Final
 
 from .catalogue import CcaInfo
 from .errors import NO_VALUE, field_error
-from .normalize import cca_param_entry, effective_rwnd_bytes
-from .scenario import FlowSpec, Scenario
+from .normalize import base_rtt_ns, cca_param_entry, flow_tcp, queue_json
+from .scenario import FlowSpec, QueueSpec, Scenario
+from .tcp_profile import check_tcp_conflicts
 from .units import format_duration_ns
 
 MAX_SERIES_POINTS: Final = 10**7  # duration / interval; beyond this the series alone is > 1 GB
@@ -42,8 +43,31 @@ def check_scenario(scenario: Scenario, catalogue: Sequence[CcaInfo]) -> None:
     total_flows = sum(flow.count for flow in scenario.flows)
     if total_flows > MAX_FLOWS:
         raise field_error("flows", f"{total_flows} flows", "too many flows", f"at most {MAX_FLOWS}")
+    _check_ecn_thresholds(scenario)
     for index, flow in enumerate(scenario.flows):
         _check_flow(f"flows[{index}]", flow, scenario, catalogue)
+
+
+def _check_ecn_thresholds(scenario: Scenario) -> None:
+    """A threshold at or above a packet limit never marks: a packet that finds `limit`
+    packets waiting is dropped, so no accepted packet ever sees K waiting."""
+    bn = scenario.bottleneck
+    rtt_ns = base_rtt_ns(bn, scenario.access.delay_ns)
+    return_rate_bps = bn.return_rate_bps if bn.return_rate_bps is not None else bn.rate_bps
+    return_queue = bn.return_queue if bn.return_queue is not None else bn.queue
+    directions: list[tuple[str, int | None, QueueSpec, int]] = [
+        ("ecn_threshold", bn.ecn_threshold_pkts, bn.queue, bn.rate_bps),
+        ("return_ecn_threshold", bn.return_ecn_threshold_pkts, return_queue, return_rate_bps),
+    ]
+    for key, threshold_pkts, queue, rate_bps in directions:
+        limit_pkts = queue_json(queue, rate_bps, rtt_ns).get("limit_pkts")
+        if threshold_pkts is not None and limit_pkts is not None and threshold_pkts >= limit_pkts:
+            raise field_error(
+                f"bottleneck.{key}",
+                f"{threshold_pkts}pkts",
+                f"never marks: the queue holds at most {limit_pkts} packets",
+                f"1 to {limit_pkts - 1} packets" if limit_pkts > 1 else "a larger queue",
+            )
 
 
 def _check_flow(
@@ -62,13 +86,14 @@ def _check_flow(
         )
     if flow.app == "bulk" and flow.size_bytes is not None:
         raise field_error(f"{path}.size", flow.size_bytes, 'only allowed with app = "file"')
-    mss_bytes = flow.tcp.mss_bytes
-    if effective_rwnd_bytes(flow) < mss_bytes:
+    check_tcp_conflicts(f"{path}.tcp", flow.tcp, flow.cca)
+    tcp = flow_tcp(flow)
+    if tcp.effective_rwnd_bytes < tcp.mss_bytes:
         raise field_error(
             f"{path}.tcp.rwnd",
-            flow.tcp.rwnd_bytes,
+            tcp.rwnd_bytes,
             "smaller than one segment",
-            f"at least mss ({mss_bytes} bytes)",
+            f"at least mss ({tcp.mss_bytes} bytes)",
         )
     _check_cca(path, flow, catalogue)
 

@@ -1,4 +1,5 @@
-"""The `tcplab` command: run | ccas | demo | validate-scenario.
+"""The `tcplab` command: run | ccas | demo | validate-scenario | sweep | report | plot |
+results | study (the study commands live in `cli_study.py`).
 
 User mistakes print one line `error: ...` on stderr and exit with status 2; anything else that
 goes wrong prints `internal error: ...` and exits with 1 (set TCPLAB_TRACEBACK=1 to see the
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from .cli_study import add_commands as add_study_commands
 from .errors import Problem, ScenarioError, field_error
 from .scenario import MAX_SEED
 from .units import parse_duration_ns
@@ -104,14 +106,27 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _cmd_ccas(args: argparse.Namespace) -> int:
-    from .catalogue import ccas, ccas_json_list
+    from .catalogue import ccas, ccas_json_list, find_cca
 
+    if args.name is None:
+        if args.json:
+            print(json.dumps(ccas_json_list()))
+        else:
+            from .render import print_catalogue
+
+            print_catalogue(ccas())
+        return 0
+    catalogue = ccas()
+    info = find_cca(catalogue, args.name)
+    if info is None:
+        allowed = ", ".join(c.name for c in catalogue) or "none (the core lists no algorithms)"
+        raise field_error("ccas NAME", args.name, "unknown algorithm", allowed)
     if args.json:
-        print(json.dumps(ccas_json_list()))
+        print(json.dumps(next(e for e in ccas_json_list() if e.get("name") == info.name)))
     else:
-        from .render import print_catalogue
+        from .render import print_cca
 
-        print_catalogue(ccas())
+        print_cca(info)
     return 0
 
 
@@ -158,6 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate.set_defaults(handler=_cmd_validate)
 
     ccas = sub.add_parser("ccas", help="list the congestion-control algorithms")
+    ccas.add_argument("name", nargs="?", metavar="NAME", help="show one algorithm in detail")
     ccas.add_argument("--json", action="store_true", help="print the catalogue as JSON")
     ccas.set_defaults(handler=_cmd_ccas)
 
@@ -167,6 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--per", help="forward packet error rate (default 1e-4)")
     demo.add_argument("--jobs", type=int, default=None, help="parallel runs (default: CPUs)")
     demo.set_defaults(handler=_cmd_demo)
+
+    add_study_commands(sub)
     return parser
 
 
@@ -182,7 +200,10 @@ def _run(argv: Sequence[str] | None) -> int:
         print(_versions())
         return 0
     if args.command is None:
-        raise ScenarioError("missing command; allowed: run, ccas, demo, validate-scenario")
+        raise ScenarioError(
+            "missing command; allowed: run, ccas, demo, validate-scenario, sweep, report, plot, "
+            "results, study"
+        )
     status: int = args.handler(args)
     return status
 

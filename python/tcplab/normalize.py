@@ -14,11 +14,11 @@ from typing import Any, Final
 
 from .errors import Problem
 from .scenario import BottleneckSpec, FlowSpec, QueueSpec, Scenario
+from .tcp_profile import TcpOptions, resolve_tcp
 from .units import parse_duration_ns, parse_rate_bps
 
 #: Wire size of a full data packet used to turn a BDP into packets (interface.md): the MTU.
 BDP_PACKET_BYTES: Final = 1500
-NO_WSCALE_MAX_RWND_BYTES: Final = 65535  # largest window a 16-bit field can announce (RFC 9293)
 _NS_PER_S: Final = 10**9
 
 
@@ -71,10 +71,34 @@ def flow_access(scenario: Scenario, flow: FlowSpec) -> tuple[int, int]:
     return rate_bps, delay_ns
 
 
-def effective_rwnd_bytes(flow: FlowSpec) -> int:
-    """Without window scaling the receiver cannot announce more than 65535 bytes."""
-    tcp = flow.tcp
-    return tcp.rwnd_bytes if tcp.window_scaling else min(tcp.rwnd_bytes, NO_WSCALE_MAX_RWND_BYTES)
+def flow_tcp(flow: FlowSpec) -> TcpOptions:
+    """The flow's TCP options with the stack profile's defaults filled in."""
+    return resolve_tcp(flow.tcp, flow.cca)
+
+
+def tcp_json(tcp: TcpOptions) -> dict[str, Any]:
+    """The core's `TcpConfig`: every option explicit, so the core's own defaults never apply
+    and the normalized JSON alone says what ran. `rwnd_bytes` is already capped at 65535
+    bytes without window scaling (the core would do the same)."""
+    return {
+        "stack": tcp.stack,
+        "mss_bytes": tcp.mss_bytes,
+        "sack": tcp.sack,
+        "dsack": tcp.dsack,
+        "fack": tcp.fack,
+        "rack": tcp.rack,
+        "tlp": tcp.tlp,
+        "frto": tcp.frto,
+        "prr": tcp.prr,
+        "timestamps": tcp.timestamps,
+        "delayed_ack": tcp.delayed_ack,
+        "initial_window_pkts": tcp.initial_window_pkts,
+        "rwnd_bytes": tcp.effective_rwnd_bytes,
+        "window_scaling": tcp.window_scaling,
+        "pacing": tcp.pacing,
+        "ecn": tcp.ecn,
+        "slow_start_after_idle": tcp.slow_start_after_idle,
+    }
 
 
 def _flow_json(scenario: Scenario, flow: FlowSpec) -> dict[str, Any]:
@@ -85,21 +109,12 @@ def _flow_json(scenario: Scenario, flow: FlowSpec) -> dict[str, Any]:
     if flow.access is not None:
         rate_bps, delay_ns = flow_access(scenario, flow)
         access = {"rate_bps": rate_bps, "delay_ns": delay_ns}
-    tcp = flow.tcp
     return {
         "cca": flow.cca,
         "cca_params": dict(cca_param_entry(k, v) for k, v in flow.cca_params.items()),
         "start_ns": flow.start_ns,
         "app": app,
-        "tcp": {
-            "mss_bytes": tcp.mss_bytes,
-            "sack": tcp.sack,
-            "timestamps": tcp.timestamps,
-            "initial_window_pkts": tcp.initial_window_pkts,
-            "rwnd_bytes": effective_rwnd_bytes(flow),
-            "window_scaling": tcp.window_scaling,
-            "delayed_ack": tcp.delayed_ack,
-        },
+        "tcp": tcp_json(flow_tcp(flow)),
         "access": access,
     }
 
@@ -125,6 +140,7 @@ def normalize(scenario: Scenario) -> dict[str, Any]:
                 "per": bn.per,
                 "ber": bn.ber,
                 "queue": queue_json(bn.queue, bn.rate_bps, rtt_ns),
+                "ecn_threshold_pkts": bn.ecn_threshold_pkts,
             },
             "reverse": {
                 "rate_bps": return_rate_bps,
@@ -132,6 +148,7 @@ def normalize(scenario: Scenario) -> dict[str, Any]:
                 "per": bn.return_per,
                 "ber": bn.return_ber,
                 "queue": queue_json(return_queue, return_rate_bps, rtt_ns),
+                "ecn_threshold_pkts": bn.return_ecn_threshold_pkts,
             },
         },
         "access": {"rate_bps": scenario.access.rate_bps, "delay_ns": scenario.access.delay_ns},

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from .catalogue import CcaInfo
 from .result import LinkResult, RunResult
@@ -31,19 +33,19 @@ def _ms(value_ns: float | None) -> str:
     return "-" if value_ns is None else f"{value_ns / 1e6:.1f}"
 
 
-def _number(value: object) -> str:
-    # the core sends every default as a float; 717.0 reads better as 717
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
-
-
-def _link_line(label: str, link: LinkResult) -> str:
+def _link_line(label: str, link: LinkResult, ecn: bool = False) -> str:
+    marks = f", ECN marks {link.ecn_marks}" if ecn or link.ecn_marks else ""
     return (
         f"{label} {link.rate_bps / 1e6:g} Mbit/s: utilization {link.utilization * 100:.1f} %, "
-        f"queue drops {link.queue_drops}, error drops {link.error_drops}, "
+        f"queue drops {link.queue_drops}, error drops {link.error_drops}{marks}, "
         f"mean queue {link.queue_mean_pkts:.1f} pkts (max {link.queue_max_pkts})"
     )
+
+
+def _marks_ecn(scenario: Mapping[str, Any], direction: str) -> bool:
+    """The normalized scenario gives this bottleneck direction an ECN marking threshold."""
+    link = scenario.get("bottleneck", {}).get(direction, {})
+    return link.get("ecn_threshold_pkts") is not None
 
 
 def print_run(result: RunResult, series_path: str | None = None) -> None:
@@ -81,10 +83,11 @@ def print_run(result: RunResult, series_path: str | None = None) -> None:
             cells += [_mbps(bound.mathis_bps), _mbps(bound.padhye_bps)]
         table.add_row(*cells)
     console.print(table)
-    console.print(_link_line("bottleneck", result.bottleneck))
+    scenario = result.scenario
+    console.print(_link_line("bottleneck", result.bottleneck, _marks_ecn(scenario, "forward")))
     reverse = [link for link in result.links if link.name == "bottleneck.reverse"]
     if reverse:
-        console.print(_link_line("return", reverse[0]))
+        console.print(_link_line("return", reverse[0], _marks_ecn(scenario, "reverse")))
     if len(result.flows) > 1:
         console.print(f"Jain fairness (goodput): {result.jain_fairness:.4f}")
     if lossy:
@@ -98,19 +101,55 @@ def print_run(result: RunResult, series_path: str | None = None) -> None:
 
 
 def print_catalogue(catalogue: Sequence[CcaInfo]) -> None:
+    """Every algorithm on one row (cells wrap); parameters one per line as `key=default`."""
     console = _console()
     if not catalogue:
         console.print("the simulation core lists no algorithms (is the core built?)")
         return
-    table = Table(title="congestion-control algorithms")
-    for header in ("name", "feedback", "summary", "parameters (default)"):
-        table.add_column(header)
+    table = Table(
+        title=f"congestion-control algorithms ({len(catalogue)})",
+        caption=escape("parameters go in [flows.cca_params]; `tcplab ccas NAME` explains each"),
+        show_lines=True,
+        expand=True,
+    )
+    table.add_column("name", no_wrap=True)
+    table.add_column("feedback", no_wrap=True)
+    table.add_column("design", ratio=4)
+    table.add_column("reference", ratio=3)
+    table.add_column("parameters (default)", ratio=3)
     for info in catalogue:
-        params = ", ".join(
-            f"{p.name}={_number(p.default)}{p.unit and ' ' + p.unit}" for p in info.params
+        params = "\n".join(f"{p.toml_key}={p.default_text}" for p in info.params)
+        # Text(): summaries and references may contain [brackets], which rich reads as markup
+        table.add_row(
+            Text(info.name),
+            Text(info.feedback),
+            Text(info.summary),
+            Text(info.reference or "-"),
+            Text(params or "-"),
         )
-        table.add_row(info.name, info.feedback, info.summary, params or "-")
     console.print(table)
+
+
+def print_cca(info: CcaInfo) -> None:
+    """One algorithm in detail: design, reference and every parameter with its help (plain
+    lines rather than a table, so long help text wraps as prose)."""
+    console = _console()
+    console.print(Text(f"{info.name} ({info.feedback}-based)", style="bold"))
+    console.print(Text(f"  {info.summary}"))
+    console.print(Text(f"  reference: {info.reference or '-'}"))
+    if not info.params:
+        console.print("  no parameters")
+        return
+    console.print(Text("parameters (write them under [flows.cca_params], defaults shown):"))
+    for p in info.params:
+        # numbers carry their unit in the default already ("16 pkts", "717/1024")
+        kind = {
+            "duration": 'a duration, e.g. "25ms"',
+            "rate": 'a rate, e.g. "10Mbps"',
+            "bool": "true or false",
+        }.get(p.kind, "")
+        console.print(Text(f"  {p.toml_key} = {p.default_text}" + (f"  ({kind})" if kind else "")))
+        console.print(Text(f"      {p.help or '-'}"))
 
 
 def print_demo(rows: Sequence[DemoRow], written: Sequence[Path]) -> None:

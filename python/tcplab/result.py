@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from .metrics import jain_index
@@ -116,7 +116,8 @@ def _extra_numbers(data: Mapping[str, Any], known: set[str]) -> dict[str, float]
 
 @dataclass(frozen=True)
 class LinkResult:
-    """One direction of the bottleneck; utilization = bits sent / (rate x duration)."""
+    """One direction of the bottleneck; utilization = bits sent / (rate x duration).
+    `ecn_marks` counts packets CE-marked by the queue's ECN threshold."""
 
     name: str
     rate_bps: int
@@ -125,22 +126,37 @@ class LinkResult:
     utilization: float
     queue_drops: int
     error_drops: int
+    ecn_marks: int
     queue_mean_pkts: float
     queue_max_pkts: int
     queue_mean_bytes: float
     queue_max_bytes: int
+    #: numeric link counters the core reports beyond the interface, passed through like
+    #: `FlowResult.extra`
+    extra: Mapping[str, float] = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LinkResult:
         where = f"link {data.get('name', '?')}"
         ints = (
-            *("rate_bps", "packets_tx", "bytes_tx", "queue_drops", "error_drops"),
+            *("rate_bps", "packets_tx", "bytes_tx", "queue_drops", "error_drops", "ecn_marks"),
             *("queue_max_pkts", "queue_max_bytes"),
         )
         values: dict[str, Any] = {key: int(_need(data, key, where)) for key in ints}
         for key in ("utilization", "queue_mean_pkts", "queue_mean_bytes"):
             values[key] = float(_need(data, key, where))
-        return cls(name=str(_need(data, "name", where)), **values)
+        return cls(
+            name=str(_need(data, "name", where)),
+            extra=_extra_numbers(data, {f.name for f in fields(cls)}),
+            **values,
+        )
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """Every field, the extra counters flattened in."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
+        for key, value in self.extra.items():
+            out.setdefault(key, value)
+        return out
 
 
 @dataclass(frozen=True)
@@ -249,19 +265,27 @@ class RunResult:
             "events_per_wall_s": self.events / self.wall_s if self.wall_s > 0 else None,
             "core_version": self.core_version,
             "flows": [self._flow_json(flow) for flow in self.flows],
-            "bottleneck": {
-                "rate_bps": bn.rate_bps,
-                "utilization": bn.utilization,
-                "queue_drops": bn.queue_drops,
-                "error_drops": bn.error_drops,
-                "queue_mean_pkts": bn.queue_mean_pkts,
-                "queue_max_pkts": bn.queue_max_pkts,
-            },
-            "links": [asdict(link) for link in self.links],
+            "bottleneck": self._bottleneck_json(bn),
+            "links": [link.to_json_dict() for link in self.links],
             "jain_fairness": self.jain_fairness,
             "aggregate_goodput_bps": sum(flow.goodput_bps for flow in self.flows),
             "scenario": copy.deepcopy(dict(self.scenario)),  # callers may edit their copy
         }
+
+    @staticmethod
+    def _bottleneck_json(bn: LinkResult) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "rate_bps": bn.rate_bps,
+            "utilization": bn.utilization,
+            "queue_drops": bn.queue_drops,
+            "error_drops": bn.error_drops,
+            "ecn_marks": bn.ecn_marks,
+            "queue_mean_pkts": bn.queue_mean_pkts,
+            "queue_max_pkts": bn.queue_max_pkts,
+        }
+        for key, value in bn.extra.items():
+            out.setdefault(key, value)
+        return out
 
     def _flow_json(self, flow: FlowResult) -> dict[str, Any]:
         bounds = flow_bounds(dict(self.scenario), flow.id)
@@ -287,6 +311,7 @@ class RunResult:
             "rtt_max_ms": _ms(flow.rtt.max_ns),
             "completion_s": None if flow.completion_ns is None else flow.completion_ns / 1e9,
             "final_cwnd_bytes": flow.final_cwnd_bytes,
+            "final_ssthresh_bytes": flow.final_ssthresh_bytes,
             "base_rtt_ms": bounds.base_rtt_s * 1e3,
             "loss_p": bounds.p,
             "link_cap_bps": bounds.cap_bps,

@@ -141,6 +141,36 @@ def parse_queue(value: object) -> QueueSpec:
 
 Queue = Annotated[QueueSpec, PlainValidator(parse_queue), PlainSerializer(str, return_type=str)]
 
+ECN_THRESHOLD_ALLOWED: Final = 'a packet count such as "20pkts" (or 20)'
+
+
+def parse_ecn_threshold(value: object) -> int:
+    """`"20pkts"` (or `pkt`) or a bare integer 20 → 20 packets."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        count = value
+    elif isinstance(value, str):
+        text = value.strip().lower()
+        number = text.removesuffix("pkts").removesuffix("pkt").strip()
+        if number == text or not number.isdigit():
+            raise Problem("not a packet count", ECN_THRESHOLD_ALLOWED)
+        count = int(number)
+    else:
+        raise Problem("not a packet count", ECN_THRESHOLD_ALLOWED)
+    if count < 1:
+        raise Problem("must be at least 1 packet", ECN_THRESHOLD_ALLOWED)
+    if count > MAX_QUEUE_PKTS:
+        raise Problem("is absurdly large", f"at most {MAX_QUEUE_PKTS}pkts")
+    return count
+
+
+def _pkts_text(count: int) -> str:
+    return f"{count}pkts"
+
+
+EcnThreshold = Annotated[
+    int, PlainValidator(parse_ecn_threshold), PlainSerializer(_pkts_text, return_type=str)
+]
+
 
 def _cca_param(value: object) -> bool | int | float | str:
     # Strings must carry a time or rate unit; normalize.py turns them into `<name>_ns` /
@@ -182,6 +212,10 @@ class BottleneckSpec(_Model):
     return_ber: Probability = 0.0
     queue: Queue = QueueSpec("bdp", Fraction(1))
     return_queue: Queue | None = None
+    # step ECN marking: CE-mark ECN-capable packets that arrive to >= K waiting packets
+    ecn_threshold_pkts: EcnThreshold | None = Field(None, alias="ecn_threshold")
+    # the return direction carries only ACKs, which are not ECN-capable: no default marking
+    return_ecn_threshold_pkts: EcnThreshold | None = Field(None, alias="return_ecn_threshold")
 
 
 class AccessSpec(_Model):
@@ -198,23 +232,41 @@ class FlowAccessSpec(_Model):
     delay_ns: DelayNs | None = Field(None, alias="delay")
 
 
-class TcpSpec(_Model):
-    """Sender/receiver TCP options (Linux-like defaults)."""
+Stack = Literal["linux", "ns2"]
 
-    mss_bytes: Annotated[int, _check(lambda v: 64 <= v <= 65495, "out of range", "64 to 65495")] = (
-        Field(1448, alias="mss")
-    )
-    sack: bool = True
-    timestamps: bool = True
-    initial_window_pkts: Annotated[
-        int, _check(lambda v: 1 <= v <= 1000, "out of range", "1 to 1000 packets")
-    ] = Field(10, alias="initial_window")
-    rwnd_bytes: Annotated[
-        SizeBytes, _check(lambda v: v <= MAX_RWND_BYTES, "too large", "at most 1GiB")
-    ] = Field(6 * 2**20, alias="rwnd")  # Linux's default tcp_rmem maximum (6 MiB)
+Mss = Annotated[int, _check(lambda v: 64 <= v <= 65495, "out of range", "64 to 65495")]
+InitialWindow = Annotated[
+    int, _check(lambda v: 1 <= v <= 1000, "out of range", "1 to 1000 packets")
+]
+Rwnd = Annotated[SizeBytes, _check(lambda v: v <= MAX_RWND_BYTES, "too large", "at most 1GiB")]
+
+
+class TcpSpec(_Model):
+    """Sender/receiver TCP options, as written. Every option is optional: `None` means "not
+    given", and `tcp_profile.resolve_tcp` fills it from the `stack` profile (Linux or ns-2)
+    and, for the SACK-based options, from `sack`. Keeping "not given" apart from "given as
+    the default" is what lets a profile default and an explicit value differ (and survive the
+    dump/validate round trip of `--set`)."""
+
+    mss_bytes: Mss | None = Field(None, alias="mss")
+    sack: bool | None = None
+    timestamps: bool | None = None
+    initial_window_pkts: InitialWindow | None = Field(None, alias="initial_window")
+    rwnd_bytes: Rwnd | None = Field(None, alias="rwnd")
     # false caps the effective receive window at 65535 bytes (no RFC 7323 window scale option)
-    window_scaling: bool = True
-    delayed_ack: bool = True
+    window_scaling: bool | None = None
+    delayed_ack: bool | None = None
+    # the next four need SACK: when not given they follow `sack`
+    dsack: bool | None = None
+    fack: bool | None = None
+    rack: bool | None = None
+    tlp: bool | None = None
+    frto: bool | None = None
+    prr: bool | None = None
+    pacing: bool | None = None
+    ecn: bool | None = None
+    slow_start_after_idle: bool | None = None
+    stack: Stack = "linux"
 
 
 class FlowSpec(_Model):

@@ -141,9 +141,6 @@ impl Link {
             && self
                 .ecn_threshold_pkts
                 .is_some_and(|k| self.waiting.len() as u64 >= k);
-        if ce {
-            self.stats.ecn_marks += 1;
-        }
         let full = match self.limit {
             QueueLimit::Packets(n) => self.waiting.len() as u64 >= n && self.busy_until > now,
             QueueLimit::Bytes(b) => {
@@ -170,6 +167,10 @@ impl Link {
         }
         self.stats.packets_tx += 1;
         self.stats.bytes_tx += wire_bytes as u64;
+        if ce {
+            // Counted only for packets that enter the queue (a full queue drops instead).
+            self.stats.ecn_marks += 1;
+        }
         if !self.errors.is_lossless() {
             let p = self.errors.packet_error_prob(wire_bytes);
             if self.rng.bernoulli(p) {

@@ -1,0 +1,309 @@
+"""Studies: grid expansion, the results store, resuming after a kill, Dask, aggregation and
+the HTML report in a real headless browser."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from tcplab.aggregate import aggregate, ci95, t975
+from tcplab.errors import ScenarioError
+from tcplab.report import write_report
+from tcplab.store import Store, StoreError
+from tcplab.study import load_study, study_from_dict
+from tcplab.sweep import run_study
+
+TCPLAB = [sys.executable, "-m", "tcplab"]
+
+BASE = {
+    "duration": "20s",
+    "bottleneck": {"rate": "4Mbps", "delay": "100ms", "queue": "1bdp"},
+    "flows": [{"cca": "reno"}],
+}
+
+
+def small_study(reps: int = 2, **sweep: object) -> dict[str, object]:
+    raw: dict[str, object] = json.loads(json.dumps(BASE))
+    raw["study"] = {"name": "small"}
+    raw["sweep"] = {
+        "bottleneck.per": [1e-3, 1e-2],
+        "flows.0.cca": ["reno", "cubic"],
+        "repetitions": reps,
+        **sweep,
+    }
+    return raw
+
+
+def test_log_range_has_exact_endpoints_and_constant_ratio() -> None:
+    st = study_from_dict({**BASE, "sweep": {"bottleneck.per": {"log": [1e-6, 5e-2], "points": 16}}})
+    values = st.axes[0].values
+    assert len(values) == 16
+    assert values[0] == 1e-6 and values[-1] == 0.05
+    # ratio between points: (5e-2 / 1e-6)^(1/15) = (5e4)^(1/15) = 2.0568...
+    ratio = (5e4) ** (1 / 15)
+    for a, b in itertools.pairwise(values):
+        assert math.isclose(b / a, ratio, rel_tol=1e-5)
+
+
+def test_grid_is_cartesian_product_times_repetitions_and_variants() -> None:
+    raw = small_study(reps=3)
+    raw["sweep"]["variants"] = [{"name": "a"}, {"name": "b", "set": {"bottleneck.rate": "8Mbps"}}]  # type: ignore[index]
+    st = study_from_dict(raw)
+    # 2 PER values x 2 algorithms x 2 variants x 3 seeds = 24 runs.
+    assert st.n_runs == 24
+    runs = list(st.runs())
+    assert len({r.key for r in runs}) == 24
+    assert {r.seed for r in runs} == {1, 2, 3}
+    b = [r for r in runs if r.variant == "b"]
+    assert all(r.normalized["bottleneck"]["forward"]["rate_bps"] == 8_000_000 for r in b)
+
+
+@pytest.mark.parametrize(
+    ("sweep", "needle"),
+    [
+        ({"bottleneck.per": []}, "sweep.bottleneck.per"),
+        ({"bottleneck.per": {"log": [0, 1], "points": 3}}, "positive bounds"),
+        ({"bottleneck.per": {"lin": [0, 1]}}, "points"),
+        ({"bottleneck.pre": [0.1]}, "unknown key 'pre'"),
+        ({"bottleneck.per": [1.5]}, "bottleneck.per = 1.5"),
+        ({"repetitions": 0}, "sweep.repetitions"),
+    ],
+)
+def test_bad_sweeps_name_the_field(sweep: dict[str, object], needle: str) -> None:
+    with pytest.raises(ScenarioError) as err:
+        st = study_from_dict({**BASE, "sweep": sweep})
+        list(st.runs())
+    assert needle in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_store_round_trip_and_resume_skip(tmp_path: Path) -> None:
+    st = study_from_dict(small_study())
+    with Store(tmp_path / "r.duckdb") as store:
+        first = run_study(st, store, jobs=2, progress=False)
+        again = run_study(st, store, jobs=2, progress=False)
+        runs = store.runs("small")
+        flows = store.flows("small")
+        series = store.series(str(runs["scenario_hash"].iloc[0]), int(runs["seed"].iloc[0]))
+    assert (first.ran, first.skipped) == (8, 0)
+    assert (again.ran, again.skipped) == (0, 8)
+    assert len(runs) == 8 and len(flows) == 8
+    assert set(runs["flows.0.cca"]) == {"reno", "cubic"}
+    assert set(runs["bottleneck.per"]) == {1e-3, 1e-2}
+    # 20 s at 1 s intervals: 20 series rows for the single flow.
+    assert len(series) == 20 and {"cwnd_bytes", "rtt_ms", "bottleneck_queue_pkts"} <= set(series)
+
+
+def test_second_study_shares_runs_it_has_in_common(tmp_path: Path) -> None:
+    one = study_from_dict(small_study())
+    raw = small_study()
+    raw["study"] = {"name": "other"}
+    raw["sweep"]["bottleneck.per"] = [1e-2, 5e-2]  # type: ignore[index]
+    two = study_from_dict(raw)
+    with Store(tmp_path / "r.duckdb") as store:
+        run_study(one, store, jobs=2, progress=False)
+        s2 = run_study(two, store, jobs=2, progress=False)
+        assert (s2.ran, s2.skipped, s2.linked) == (4, 4, 4)
+        assert len(store.runs("other")) == 8 and len(store.runs()) == 16
+
+
+def test_aggregate_mean_std_ci_match_hand_values(tmp_path: Path) -> None:
+    # Student t(0.975) with 1..3 degrees of freedom: 12.706, 4.303, 3.182.
+    assert t975(1) == 12.706 and t975(3) == 3.182
+    assert math.isclose(t975(100), 1.984, abs_tol=2e-3)
+    # samples 1, 2, 3: std = 1, CI = 4.303 / sqrt(3)
+    assert math.isclose(ci95(1.0, 3), 4.303 / math.sqrt(3))
+    st = study_from_dict(small_study(reps=3))
+    with Store(tmp_path / "r.duckdb") as store:
+        run_study(st, store, jobs=2, progress=False)
+        runs = store.runs("small")
+    agg = aggregate(runs)
+    assert len(agg) == 4 and set(agg["n"]) == {3}
+    cell = runs[(runs["flows.0.cca"] == "reno") & (runs["bottleneck.per"] == 1e-2)]["goodput_bps"]
+    row = agg[(agg["flows.0.cca"] == "reno") & (agg["bottleneck.per"] == 1e-2)].iloc[0]
+    assert math.isclose(row["goodput_bps_mean"], sum(cell) / 3)
+    assert math.isclose(row["goodput_bps_ci95"], 4.303 * cell.std(ddof=1) / math.sqrt(3))
+    # physical RTT of the path: 2 x (100 ms + 2 x 0.1 ms) = 200.4 ms
+    assert math.isclose(row["base_rtt_ms"], 200.4)
+
+
+def test_not_a_database_is_a_one_line_error(tmp_path: Path) -> None:
+    bogus = tmp_path / "x.duckdb"
+    bogus.write_text("hello")
+    with pytest.raises(StoreError) as err:
+        Store(bogus, create=False)
+    assert "not a tcplab results database" in str(err.value)
+    proc = subprocess.run(
+        [*TCPLAB, "report", str(bogus), "-o", str(tmp_path / "r.html")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("error: ")
+
+
+def test_sweep_killed_hard_resumes_without_losing_or_duplicating(tmp_path: Path) -> None:
+    study_file = tmp_path / "kill.toml"
+    study_file.write_text(
+        'duration = "200s"\n[study]\nname = "kill"\n'
+        '[bottleneck]\nrate = "4Mbps"\ndelay = "250ms"\nqueue = "2bdp"\n'
+        '[[flows]]\ncca = "cubic"\n'
+        '[sweep]\n"bottleneck.per" = { log = [1e-5, 1e-2], points = 8 }\nrepetitions = 6\n'
+    )
+    db = tmp_path / "kill.duckdb"
+    cmd = [*TCPLAB, "sweep", str(study_file), "--db", str(db), "--jobs", "2", "--no-progress"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    stored = 0
+    while time.time() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+        if db.exists():
+            try:
+                import duckdb
+
+                con = duckdb.connect(str(db), read_only=True)
+                stored = con.execute("SELECT count(*) FROM runs").fetchone()[0]  # type: ignore[index]
+                con.close()
+            except Exception:
+                continue
+            if stored >= 5:
+                break
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert stored >= 5
+    resumed = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    assert resumed.returncode == 0, resumed.stderr
+    with Store(db) as store:
+        runs = store.runs("kill")
+    assert len(runs) == 48
+    assert not runs.duplicated(["scenario_hash", "seed"]).any()
+    assert "already stored" in resumed.stdout
+
+
+def test_dask_local_cluster_runs_the_same_sweep(tmp_path: Path) -> None:
+    distributed = pytest.importorskip("distributed")
+    st = study_from_dict(small_study(reps=1))
+    with (
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=2, processes=True, dashboard_address=None
+        ) as cluster,
+        Store(tmp_path / "d.duckdb") as store,
+    ):
+        summary = run_study(
+            st, store, executor="dask", scheduler=cluster.scheduler_address, progress=False
+        )
+        dask_runs = store.runs("small")
+    with Store(tmp_path / "l.duckdb") as store:
+        run_study(st, store, jobs=2, progress=False)
+        local_runs = store.runs("small")
+    assert summary.ran == 4
+    cols = ["scenario_hash", "seed", "goodput_bps", "events"]
+    assert (
+        dask_runs[cols]
+        .sort_values(cols)
+        .reset_index(drop=True)
+        .equals(local_runs[cols].sort_values(cols).reset_index(drop=True))
+    )
+
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("chromium is not installed (make test installs Debian's chromium)")
+    st = study_from_dict(small_study())
+    with Store(tmp_path / "r.duckdb") as store:
+        run_study(st, store, jobs=2, progress=False)
+        out = write_report(store, tmp_path / "report.html")
+    text = out.read_text()
+    # self-contained: nothing is fetched (namespace URIs in xmlns attributes are names only)
+    assert not re.search(
+        r"""(src|href)\s*=\s*["']?(https?:|//)|url\(\s*["']?https?:|@import""", text
+    )
+    proc = subprocess.run(
+        [
+            browser,
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--dump-dom",
+            out.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-500:]
+    body = proc.stdout[proc.stdout.index("<body") :].split(">", 1)[0]
+    # every figure rendered with a non-zero size, and no script error happened
+    n_figs = text.count("class='fig'")
+    assert n_figs >= 6
+    assert f'data-figures="{n_figs}"' in body, body
+    assert 'data-errors="0"' in body, body
+
+
+def test_cli_sweep_report_plot_results(tmp_path: Path) -> None:
+    study_file = tmp_path / "s.toml"
+    study_file.write_text(
+        'duration = "10s"\n[study]\nname = "cli"\n[bottleneck]\nrate = "4Mbps"\n'
+        'delay = "50ms"\nqueue = "1bdp"\n[[flows]]\ncca = "reno"\n'
+        '[sweep]\n"bottleneck.per" = [1e-3, 1e-2]\nrepetitions = 2\n'
+    )
+    db = str(tmp_path / "c.duckdb")
+    env = {**os.environ, "COLUMNS": "200"}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*TCPLAB, *args], capture_output=True, text=True, env=env, check=False
+        )
+
+    r = run("sweep", str(study_file), "--db", db, "--no-progress")
+    assert r.returncode == 0, r.stderr
+    assert "goodput Mbit/s" in r.stdout
+    r = run("report", db, "-o", str(tmp_path / "rep.html"))
+    assert r.returncode == 0 and (tmp_path / "rep.html").stat().st_size > 10_000
+    for ext in ("png", "svg", "pdf"):
+        r = run("plot", db, "--kind", "goodput", "-o", str(tmp_path / f"g.{ext}"))
+        assert r.returncode == 0, r.stderr
+        assert (tmp_path / f"g.{ext}").stat().st_size > 1000
+    r = run("results", db, "--format", "json")
+    rows = json.loads(r.stdout)
+    assert len(rows) == 4 and {"bottleneck.per", "goodput_bps", "seed"} <= set(rows[0])
+    r = run("results", db, "--format", "parquet", "-o", str(tmp_path / "x.parquet"))
+    assert r.returncode == 0
+    r = run("plot", db, "-o", str(tmp_path / "g.gif"))
+    assert r.returncode == 2 and "allowed: .png, .svg, .pdf" in r.stderr
+    r = run("sweep", str(tmp_path / "missing.toml"))
+    assert r.returncode == 2 and "no such file" in r.stderr
+
+
+def test_every_preset_study_loads() -> None:
+    from tcplab.cli_study import presets
+
+    found = presets()
+    for name, path in found.items():
+        st = load_study(path)
+        assert st.name == name
+        assert st.n_runs >= 1
+        next(st.runs())  # the first grid point validates
