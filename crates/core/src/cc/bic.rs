@@ -9,7 +9,7 @@
 //! below the previous Wmax, the new Wmax is lowered to cwnd·(1 + β)/2 to release
 //! bandwidth to newer flows. The decrease keeps β = 819/1024 ≈ 0.8 of cwnd.
 //!
-//! Linux specifics kept here, integer arithmetic included:
+//! Linux specifics kept here, u32 integer arithmetic (wrapping) included:
 //! - Up to `low_window` = 14 packets BIC is exactly Reno: `cnt = cwnd` (returned before
 //!   any scaling below) and ssthresh = cwnd/2.
 //! - `cnt` (ACKed packets per +1 packet, fed to `tcp_cong_avoid_ai`) is recomputed at
@@ -175,16 +175,16 @@ impl Bic {
             self.cnt = if dist > self.max_increment {
                 cwnd / self.max_increment
             } else if dist <= 1 {
-                cwnd * self.smooth_part / BICTCP_B
+                cwnd.wrapping_mul(self.smooth_part) / BICTCP_B
             } else {
                 cwnd / dist
             };
         } else {
             // Max probing: slow just above Wmax, then faster, then linear.
-            self.cnt = if cwnd < wmax + BICTCP_B {
-                cwnd * self.smooth_part / BICTCP_B
-            } else if cwnd < wmax + self.max_increment * (BICTCP_B - 1) {
-                cwnd * (BICTCP_B - 1) / (cwnd - wmax)
+            self.cnt = if cwnd < wmax.wrapping_add(BICTCP_B) {
+                cwnd.wrapping_mul(self.smooth_part) / BICTCP_B
+            } else if cwnd < wmax.wrapping_add(self.max_increment.wrapping_mul(BICTCP_B - 1)) {
+                cwnd.wrapping_mul(BICTCP_B - 1) / (cwnd - wmax)
             } else {
                 cwnd / self.max_increment
             };
@@ -193,7 +193,7 @@ impl Bic {
         if self.last_max_cwnd == 0 && self.cnt > 20 {
             self.cnt = 20;
         }
-        self.cnt = (self.cnt << ACK_RATIO_SHIFT) / self.delayed_ack;
+        self.cnt = self.cnt.wrapping_shl(ACK_RATIO_SHIFT) / self.delayed_ack;
         if self.cnt == 0 {
             self.cnt = 1;
         }
@@ -230,14 +230,14 @@ impl CongestionControl for Bic {
         self.epoch_start = 0;
         let cwnd = w.cwnd;
         if cwnd < self.last_max_cwnd && self.fast_convergence {
-            self.last_max_cwnd = cwnd * (BETA_SCALE + self.beta) / (2 * BETA_SCALE);
+            self.last_max_cwnd = cwnd.wrapping_mul(BETA_SCALE + self.beta) / (2 * BETA_SCALE);
         } else {
             self.last_max_cwnd = cwnd;
         }
         if cwnd <= self.low_window {
             (cwnd >> 1).max(2)
         } else {
-            (cwnd * self.beta / BETA_SCALE).max(2)
+            (cwnd.wrapping_mul(self.beta) / BETA_SCALE).max(2)
         }
     }
 

@@ -147,7 +147,7 @@ impl Htcp {
 
     /// Linux `msecs_to_jiffies` (rounds up).
     fn msecs_to_jiffies(&self, ms: u32) -> u32 {
-        (ms * self.hz).div_ceil(1000)
+        ms.wrapping_mul(self.hz).div_ceil(1000)
     }
 
     /// Jiffies since the last congestion event.
@@ -241,7 +241,7 @@ impl Htcp {
         self.alpha_update(w);
         // Slowly fading memory of maxRTT (routing changes).
         if min_rtt > 0 && max_rtt > min_rtt {
-            self.max_rtt = min_rtt + (max_rtt - min_rtt) * 95 / 100;
+            self.max_rtt = min_rtt.wrapping_add((max_rtt - min_rtt).wrapping_mul(95) / 100);
         }
     }
 
@@ -340,7 +340,7 @@ impl CongestionControl for Htcp {
             w.cwnd_cnt = 0;
             self.alpha_update(w);
         } else {
-            w.cwnd_cnt += self.pkts_acked as u32;
+            w.cwnd_cnt = w.cwnd_cnt.wrapping_add(self.pkts_acked as u32);
         }
         self.pkts_acked = 1;
     }
