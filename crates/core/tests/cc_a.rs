@@ -46,7 +46,7 @@ fn lfn(cca: &'static str) -> api::RunResult {
         return_rate_bps: 100_000_000,
         per: 1e-5,
         queue_pkts: 834,
-        duration_s: 200,
+        duration_s: 150,
         cca,
         ..Default::default()
     })
