@@ -21,6 +21,10 @@
 pub mod cubic;
 pub mod reno;
 // -- group A: bic, highspeed, scalable, htcp
+pub mod bic;
+pub mod highspeed;
+pub mod htcp;
+pub mod scalable;
 
 // -- group B: hybla, westwood, illinois, lp
 
@@ -427,6 +431,10 @@ pub enum Cc {
     Reno(reno::Reno),
     Cubic(Box<cubic::Cubic>),
     // -- group A
+    Bic(Box<bic::Bic>),
+    HighSpeed(highspeed::HighSpeed),
+    Scalable(scalable::Scalable),
+    Htcp(Box<htcp::Htcp>),
 
     // -- group B
 
@@ -448,6 +456,10 @@ macro_rules! dispatch {
             Cc::Reno($c) => $e,
             Cc::Cubic($c) => $e,
             // -- group A
+            Cc::Bic($c) => $e,
+            Cc::HighSpeed($c) => $e,
+            Cc::Scalable($c) => $e,
+            Cc::Htcp($c) => $e,
 
             // -- group B
 
@@ -524,7 +536,10 @@ pub fn catalogue() -> Vec<CcInfo> {
         reno::NEWRENO_INFO,
         cubic::INFO,
         // -- group A
-
+        bic::INFO,
+        highspeed::INFO,
+        scalable::INFO,
+        htcp::INFO,
         // -- group B
 
         // -- group C
@@ -564,6 +579,10 @@ pub fn build(
         "reno" | "newreno" => Cc::Reno(reno::Reno::new(&p, init, ci.name)?),
         "cubic" => Cc::Cubic(Box::new(cubic::Cubic::new(&p, init)?)),
         // -- group A
+        "bic" => Cc::Bic(Box::new(bic::Bic::new(&p, init)?)),
+        "highspeed" => Cc::HighSpeed(highspeed::HighSpeed::new(&p, init)?),
+        "scalable" => Cc::Scalable(scalable::Scalable::new(&p, init)?),
+        "htcp" => Cc::Htcp(Box::new(htcp::Htcp::new(&p, init)?)),
 
         // -- group B
 
