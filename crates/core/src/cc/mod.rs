@@ -29,6 +29,8 @@ pub mod reno;
 // -- group D: bbr, bbr3
 
 // -- group E: dctcp, ledbat
+pub mod dctcp;
+pub mod ledbat;
 
 // -- group F: wave
 
@@ -435,6 +437,8 @@ pub enum Cc {
     // -- group D
 
     // -- group E
+    Dctcp(dctcp::Dctcp),
+    Ledbat(Box<ledbat::Ledbat>),
 
     // -- group F
 
@@ -456,6 +460,8 @@ macro_rules! dispatch {
             // -- group D
 
             // -- group E
+            Cc::Dctcp($c) => $e,
+            Cc::Ledbat($c) => $e,
 
             // -- group F
 
@@ -532,7 +538,8 @@ pub fn catalogue() -> Vec<CcInfo> {
         // -- group D
 
         // -- group E
-
+        dctcp::INFO,
+        ledbat::INFO,
         // -- group F
 
         // -- group G
@@ -572,6 +579,8 @@ pub fn build(
         // -- group D
 
         // -- group E
+        "dctcp" => Cc::Dctcp(dctcp::Dctcp::new(&p, init)?),
+        "ledbat" => Cc::Ledbat(Box::new(ledbat::Ledbat::new(&p, init)?)),
 
         // -- group F
 
