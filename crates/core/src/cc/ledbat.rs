@@ -111,7 +111,6 @@ pub struct Ledbat {
     gain: f64,
     allowed_increase: f64,
     min_cwnd: u32,
-    base_history: usize,
     current_filter: usize,
     slow_start: bool,
     // state
@@ -144,7 +143,6 @@ impl Ledbat {
             gain,
             allowed_increase,
             min_cwnd,
-            base_history,
             current_filter,
             slow_start,
             cwnd: init.initial_window as f64,
@@ -278,7 +276,10 @@ impl Ledbat {
     fn ledbat_increase(&mut self, w: &mut Window, acked: u32) {
         let off_target = self.off_target();
         self.cwnd += self.gain * off_target * acked as f64 / self.cwnd;
-        let max_allowed = self.flightsize as f64 + self.allowed_increase;
+        // Flight size before this ACK (recorded by `on_pkts_acked`; never below what is
+        // still outstanding, should an ACK reach here without a cumulative advance).
+        let flight = self.flightsize.max(w.packets_out);
+        let max_allowed = flight as f64 + self.allowed_increase;
         self.cwnd = self.cwnd.min(max_allowed).max(self.min_cwnd as f64);
         self.publish(w);
     }
