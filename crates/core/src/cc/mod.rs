@@ -33,6 +33,8 @@ pub mod scalable;
 // -- group D: bbr, bbr3
 
 // -- group E: dctcp, ledbat
+pub mod dctcp;
+pub mod ledbat;
 
 // -- group F: wave
 
@@ -443,6 +445,8 @@ pub enum Cc {
     // -- group D
 
     // -- group E
+    Dctcp(dctcp::Dctcp),
+    Ledbat(Box<ledbat::Ledbat>),
 
     // -- group F
 
@@ -468,6 +472,8 @@ macro_rules! dispatch {
             // -- group D
 
             // -- group E
+            Cc::Dctcp($c) => $e,
+            Cc::Ledbat($c) => $e,
 
             // -- group F
 
@@ -547,7 +553,8 @@ pub fn catalogue() -> Vec<CcInfo> {
         // -- group D
 
         // -- group E
-
+        dctcp::INFO,
+        ledbat::INFO,
         // -- group F
 
         // -- group G
@@ -591,6 +598,8 @@ pub fn build(
         // -- group D
 
         // -- group E
+        "dctcp" => Cc::Dctcp(dctcp::Dctcp::new(&p, init)?),
+        "ledbat" => Cc::Ledbat(Box::new(ledbat::Ledbat::new(&p, init)?)),
 
         // -- group F
 

@@ -295,30 +295,20 @@ impl Receiver {
                 };
             }
         }
-        match self.cfg.ecn {
-            EcnEcho::Off => {}
-            EcnEcho::Classic => {
-                // Linux tcp_ecn_accept_cwr, then tcp_ecn_check_ce.
-                if p.has(flags::CWR) {
-                    self.ece = false;
-                }
-                if p.has(flags::CE) && !self.ece {
-                    self.ece = true;
-                    self.quick = self.quick.max(2);
-                }
+        // Linux tcp_ecn_accept_cwr, on every data segment: the sender has reduced its
+        // window (its cwnd may now be tiny), so stop echoing (RFC 3168) and ACK at once.
+        // Under DCTCP the echo is the CE state of the next in-window segment anyway (Linux
+        // re-sets TCP_ECN_DEMAND_CWR from it right after), so only the immediate ACK matters.
+        if self.cfg.ecn != EcnEcho::Off && p.has(flags::CWR) {
+            if self.cfg.ecn == EcnEcho::Classic {
+                self.ece = false;
             }
-            EcnEcho::Dctcp => {
-                let ce = p.has(flags::CE);
-                if ce != self.ece {
-                    // Report the old state for data already received, then the new one at
-                    // once.
-                    if self.ack_timer.is_some() {
-                        self.send_ack(now, out);
-                    }
-                    self.ece = ce;
-                    self.quick = self.quick.max(1);
-                }
-            }
+            self.quick = self.quick.max(1);
+        }
+        if end > self.rcv_nxt {
+            // Linux tcp_data_ecn_check runs for in-window data only (tcp_event_data_recv,
+            // tcp_data_queue_ofo), not for an entirely old duplicate.
+            self.ecn_check_ce(now, p, out);
         }
 
         if end <= self.rcv_nxt {
@@ -376,6 +366,31 @@ impl Receiver {
         }
         self.insert_ofo(seq, end);
         self.ack_check(now, out);
+    }
+
+    /// Linux `tcp_data_ecn_check` (with DCTCP's `dctcp_ece_ack_update` for `EcnEcho::Dctcp`).
+    fn ecn_check_ce(&mut self, now: SimTime, p: &Packet, out: &mut Vec<Packet>) {
+        match self.cfg.ecn {
+            EcnEcho::Off => {}
+            EcnEcho::Classic => {
+                if p.has(flags::CE) && !self.ece {
+                    self.ece = true;
+                    self.quick = self.quick.max(2);
+                }
+            }
+            EcnEcho::Dctcp => {
+                let ce = p.has(flags::CE);
+                if ce != self.ece {
+                    // Report the old state for data already received (the ACK of the prior
+                    // rcv_nxt), then the new one at once.
+                    if self.ack_timer.is_some() {
+                        self.send_ack(now, out);
+                    }
+                    self.ece = ce;
+                    self.quick = self.quick.max(1);
+                }
+            }
+        }
     }
 
     fn advance(&mut self, new_rcv_nxt: u64) {
@@ -554,6 +569,12 @@ mod tests {
         r
     }
 
+    fn rx_ecn(ecn: EcnEcho) -> Receiver {
+        let mut r = rx(true);
+        r.cfg.ecn = ecn;
+        r
+    }
+
     fn seg(seq: u64) -> Packet {
         Packet {
             kind: PacketKind::Data,
@@ -694,5 +715,87 @@ mod tests {
         r.on_data(SimTime(1), &seg(2000), &mut out);
         // Right edge stays at 1000 + 100000; window relative to rcv_nxt=1000 is 100000.
         assert_eq!(out[1].wnd, 100_000);
+    }
+
+    fn ce(seq: u64) -> Packet {
+        let mut p = seg(seq);
+        p.flags |= flags::ECT | flags::CE;
+        p
+    }
+
+    #[test]
+    fn dctcp_ce_flip_flushes_the_delayed_ack_with_the_old_state_then_acks_at_once() {
+        let mut r = rx_ecn(EcnEcho::Dctcp);
+        let mut out = vec![];
+        r.on_data(SimTime(0), &seg(0), &mut out);
+        r.quick = 0;
+        out.clear();
+        r.on_data(SimTime(1), &seg(1000), &mut out); // delayed
+        assert!(out.is_empty());
+        // CE arrives with an ACK pending: first the pending ACK (ack 2000, no ECE), then
+        // the CE segment's own ACK (ack 3000, ECE) without waiting for a second segment.
+        r.on_data(SimTime(2), &ce(2000), &mut out);
+        assert_eq!(out.len(), 2);
+        assert_eq!((out[0].ack, out[0].has(flags::ECE)), (2000, false));
+        assert_eq!((out[1].ack, out[1].has(flags::ECE)), (3000, true));
+        // Still CE: no flip, normal delayed ACKs, each echoing ECE.
+        out.clear();
+        r.on_data(SimTime(3), &ce(3000), &mut out);
+        assert!(out.is_empty());
+        r.on_data(SimTime(4), &ce(4000), &mut out);
+        assert_eq!(out.len(), 1);
+        assert!(out[0].has(flags::ECE));
+        // Back to not-CE: immediate ACK without ECE (nothing pending to flush).
+        out.clear();
+        r.on_data(SimTime(5), &seg(5000), &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!((out[0].ack, out[0].has(flags::ECE)), (6000, false));
+    }
+
+    #[test]
+    fn dctcp_duplicate_segment_does_not_change_the_ce_state() {
+        // Linux checks CE only for in-window data: an old CE-marked duplicate is D-SACKed
+        // but the echo stays as it was.
+        let mut r = rx_ecn(EcnEcho::Dctcp);
+        let mut out = vec![];
+        r.on_data(SimTime(0), &seg(0), &mut out);
+        out.clear();
+        r.on_data(SimTime(1), &ce(0), &mut out);
+        assert_eq!(out.len(), 1);
+        assert!(out[0].has(flags::DSACK));
+        assert!(!out[0].has(flags::ECE));
+        assert!(!r.ece);
+    }
+
+    #[test]
+    fn classic_ece_is_held_until_cwr_which_is_acked_at_once() {
+        let mut r = rx_ecn(EcnEcho::Classic);
+        let mut out = vec![];
+        r.on_data(SimTime(0), &seg(0), &mut out);
+        r.quick = 0;
+        out.clear();
+        r.on_data(SimTime(1), &ce(1000), &mut out);
+        assert_eq!(out.len(), 1, "CE: quick-ACK mode");
+        assert!(out[0].has(flags::ECE));
+        r.quick = 0;
+        out.clear();
+        let mut plain = seg(2000);
+        plain.flags |= flags::ECT;
+        r.on_data(SimTime(2), &plain, &mut out); // delayed, but ECE still held
+        let mut cwr = seg(3000);
+        cwr.flags |= flags::ECT | flags::CWR;
+        r.on_data(SimTime(3), &cwr, &mut out);
+        assert_eq!(out.len(), 1);
+        assert!(!out[0].has(flags::ECE), "CWR stops the echo");
+        r.quick = 0;
+        out.clear();
+        let mut cwr2 = seg(4000);
+        cwr2.flags |= flags::ECT | flags::CWR;
+        r.on_data(SimTime(4), &cwr2, &mut out);
+        assert_eq!(
+            out.len(),
+            1,
+            "a CWR segment is ACKed at once (tcp_ecn_accept_cwr)"
+        );
     }
 }
