@@ -66,9 +66,9 @@ pub const PARAMS: &[ParamSpec] = &[
         help: "HyStart is active above this cwnd",
     },
     ParamSpec {
-        name: "hystart_ack_delta_us",
-        default: 2000.0,
-        unit: "us",
+        name: "hystart_ack_delta_ns",
+        default: 2_000_000.0,
+        unit: "ns",
         help: "ACK spacing that still counts as a train",
     },
     ParamSpec {
@@ -466,6 +466,24 @@ mod tests {
                 "a={a} got={got} exact={exact}"
             );
         }
+    }
+
+    #[test]
+    fn ack_train_spacing_defaults_to_2ms_and_is_settable_in_ns() {
+        let (c, _) = cubic();
+        assert_eq!(c.hystart_ack_delta_us, 2_000);
+        let mut m = BTreeMap::new();
+        m.insert("hystart_ack_delta_ns".to_string(), 1_000_000.0);
+        let p = Params::new("cubic", &m, PARAMS).unwrap();
+        let c = Cubic::new(
+            &p,
+            &FlowInit {
+                mss: 1448,
+                initial_window: 10,
+            },
+        )
+        .unwrap();
+        assert_eq!(c.hystart_ack_delta_us, 1_000);
     }
 
     #[test]

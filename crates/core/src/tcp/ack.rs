@@ -90,9 +90,25 @@ impl Sender {
         }
         self.snd_wnd = p.wnd;
         flag.ece = self.cfg.ecn && p.has(pflags::ECE);
-        let prior_delivered_ack = self.rate.delivered;
 
+        let mut rs = RateSample {
+            prior_in_flight,
+            ..Default::default()
+        };
+        let mut ss = SackState::default();
+        let before_sack = self.rate.delivered;
+        if self.is_sack() && p.n_sack > 0 {
+            self.sacktag(now, p, prior_snd_una, &mut flag, &mut ss, &mut rs);
+        }
+        // Linux tcp_count_delivered: packets delivered by an ECE ACK count as CE.
+        if flag.ece {
+            self.rate.delivered_ce += self.rate.delivered - before_sack;
+        }
+
+        // Linux (tcp_ack, before 6.14): `in_ack_event` runs after the window/snd_una update
+        // and SACK tagging, before the cumulatively ACKed segments are removed.
         self.sync_view(now);
+        self.w.snd_una = p.ack;
         let ack_flags = AckFlags {
             slow_path: p.n_sack > 0 || !flag.snd_una_advanced,
             window_update: flag.win_update,
@@ -100,19 +116,10 @@ impl Sender {
         };
         self.cc.on_ack_event(&mut self.w, ack_flags);
 
-        let mut rs = RateSample {
-            prior_in_flight,
-            ..Default::default()
-        };
-        let mut ss = SackState::default();
-        if self.is_sack() && p.n_sack > 0 {
-            self.sacktag(now, p, prior_snd_una, &mut flag, &mut ss, &mut rs);
-        }
+        let before_clean = self.rate.delivered;
         self.clean_rtx_queue(now, p, prior_snd_una, prior_sacked, &mut flag, &ss, &mut rs);
-
         if flag.ece {
-            // Linux tcp_count_delivered: packets delivered by an ECE ACK count as CE.
-            self.rate.delivered_ce += self.rate.delivered - prior_delivered_ack;
+            self.rate.delivered_ce += self.rate.delivered - before_clean;
         }
         if self.cfg.rack {
             self.rack.update_reo_wnd(flag.dsacking_ack, false);

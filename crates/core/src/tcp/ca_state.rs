@@ -14,12 +14,11 @@ use crate::time::{SimDuration, SimTime};
 
 impl Sender {
     /// Linux `tcp_set_ca_state`.
+    /// Linux `tcp_set_ca_state`: the controller hears every call (also Loss → Loss on a
+    /// repeated RTO) while the view still shows the old state.
     pub(crate) fn set_ca_state(&mut self, now: SimTime, s: CaState) {
-        if self.ca_state != s {
-            self.sync_view(now);
-            self.w.ca_state = s;
-            self.cc.on_state_change(&mut self.w, s);
-        }
+        self.sync_view(now);
+        self.cc.on_state_change(&mut self.w, s);
         self.ca_state = s;
         self.w.ca_state = s;
     }
