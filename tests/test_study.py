@@ -302,8 +302,28 @@ def test_every_preset_study_loads() -> None:
     from tcplab.cli_study import presets
 
     found = presets()
-    for name, path in found.items():
-        st = load_study(path)
-        assert st.name == name
-        assert st.n_runs >= 1
-        next(st.runs())  # the first grid point validates
+    assert {"geo-leaky", "cca-survey", "goodput-ns2"} <= set(found)
+    for name, paths in found.items():
+        for path in paths:
+            st = load_study(path)
+            assert st.name.startswith(name)
+            assert st.n_runs >= 1
+            for _ in st.runs():  # every grid point validates
+                pass
+
+
+def test_reference_values_and_duplicate_runs(tmp_path: Path) -> None:
+    raw = json.loads(json.dumps(BASE))
+    raw["flows"] = [{"cca": "reno"}, {"cca": "cubic"}]
+    raw["sweep"] = {"flows.0.cca": ["reno", "cubic"], "flows.1.cca": ["cubic", "=flows.0.cca"]}
+    st = study_from_dict(raw)
+    pts = [p["flows.1.cca"] for _, p in st.points()]
+    assert pts == ["cubic", "reno", "cubic", "cubic"]
+    with Store(tmp_path / "r.duckdb") as store:
+        summary = run_study(st, store, jobs=2, progress=False)
+    # cubic vs cubic appears twice in the grid but is one run
+    assert summary.ran == 3
+    bad = json.loads(json.dumps(raw))
+    bad["sweep"]["flows.1.cca"] = ["=flows.9.cca"]
+    with pytest.raises(ScenarioError, match="refers to no other swept key"):
+        list(study_from_dict(bad).points())

@@ -36,8 +36,17 @@ def preset_dir() -> Path:
     return Path(str(importlib.resources.files("tcplab") / "studies"))
 
 
-def presets() -> dict[str, Path]:
-    return {p.stem: p for p in sorted(preset_dir().glob("*.toml"))}
+def presets() -> dict[str, list[Path]]:
+    """Preset studies: `studies/NAME.toml`, or `studies/NAME/*.toml` for a study in parts
+    (run into one database, reported together)."""
+    root = preset_dir()
+    found: dict[str, list[Path]] = {}
+    for p in sorted(root.iterdir()):
+        if p.suffix == ".toml":
+            found[p.stem] = [p]
+        elif p.is_dir() and any(p.glob("*.toml")):
+            found[p.name] = sorted(p.glob("*.toml"))
+    return found
 
 
 def _jobs(value: str) -> int:
@@ -189,22 +198,36 @@ def cmd_study(args: argparse.Namespace) -> int:
         table = Table(title="published studies shipped as presets")
         for col in ("name", "runs", "description"):
             table.add_column(col)
-        for name, path in found.items():
-            st = load_study(path)
-            table.add_row(name, str(st.n_runs), st.description)
+        for name, paths in found.items():
+            parts = [load_study(p) for p in paths]
+            desc = " | ".join(st.description for st in parts)
+            table.add_row(name, str(sum(st.n_runs for st in parts)), desc)
         Console().print(table)
         return 0
     if not args.name:
         raise ScenarioError(f"study {args.action}: missing NAME; allowed: {', '.join(found)}")
     if args.name not in found:
         raise ScenarioError(f"study = {args.name!r}: no such preset; allowed: {', '.join(found)}")
+    paths = found[args.name]
     if args.action == "show":
-        sys.stdout.write(found[args.name].read_text(encoding="utf-8"))
+        for p in paths:
+            sys.stdout.write(p.read_text(encoding="utf-8"))
         return 0
-    study = _scaled(load_study(found[args.name]), args)
     args.db = args.db or f"{args.name}.duckdb"
-    args.report = args.report or f"{args.name}.html"
-    return _sweep(study, args)
+    report = args.report or f"{args.name}.html"
+    args.report = None
+    status = 0
+    names = []
+    for p in paths:
+        study = _scaled(load_study(p), args)
+        names.append(study.name)
+        status = _sweep(study, args)
+        if status:
+            return status
+    with Store(args.db) as store:
+        path = write_report(store, report, names, title=args.name)
+    Console(stderr=True).print(f"wrote {path}")
+    return status
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:

@@ -92,7 +92,7 @@ def summary_table(agg: pd.DataFrame, runs: pd.DataFrame) -> str:
     return "".join(out)
 
 
-def build_report(store: Store, study: str | None = None, plots: Sequence[str] | None = None) -> str:
+def _select(store: Store, study: str | Sequence[str] | None) -> list[str]:
     names = store.study_names()
     if not names:
         raise ScenarioError(f"{store.path}: the database holds no study")
@@ -101,38 +101,73 @@ def build_report(store: Store, study: str | None = None, plots: Sequence[str] | 
             raise ScenarioError(
                 f"--study: the database holds several studies; allowed: {', '.join(names)}"
             )
-        study = names[0]
-    if study not in names:
-        raise ScenarioError(
-            f"--study = {study!r}: not in {store.path}; allowed: {', '.join(names)}"
-        )
+        return names
+    wanted = [study] if isinstance(study, str) else list(study)
+    for w in wanted:
+        if w not in names:
+            raise ScenarioError(
+                f"--study = {w!r}: not in {store.path}; allowed: {', '.join(names)}"
+            )
+    return wanted
+
+
+def _section(store: Store, study: str, plots: Sequence[str] | None, level: int) -> list[str]:
     runs = store.runs(study)
     agg = aggregate(runs)
-    parts = [
-        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
-        f"<title>tcplab report: {html.escape(study)}</title><style>{_CSS}</style></head><body>",
-        f"<h1>tcplab study: {html.escape(study)}</h1>",
-        f"<p class='meta'>{len(runs)} runs, {len(agg)} grid points; generated "
-        f"{_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M} UTC by tcplab {__version__} "
-        f"(core {html.escape(str(runs['core_version'].iloc[0]))}); "
+    h, h2 = f"h{level}", f"h{level + 1}"
+    out = [
+        f"<{h}>tcplab study: {html.escape(study)}</{h}>",
+        f"<p class='meta'>{len(runs)} runs, {len(agg)} grid points; "
+        f"core {html.escape(str(runs['core_version'].iloc[0]))}; "
         f"simulation wall time {runs['wall_s'].sum():.1f} s in total.</p>",
+        f"<{h2}>Figures</{h2}>",
     ]
-    text = store.study_text(study)
-    parts.append("<h2>Figures</h2>")
     for name in plots or available(runs):
         svg = to_svg(figure(name, runs, store))
-        parts.append(f"<div class='fig' id='fig-{html.escape(name)}'>{svg}</div>")
-    parts.append("<h2>Results (mean over repetitions, 95 % confidence interval)</h2>")
-    parts.append(summary_table(agg, runs))
-    parts.append("<h2>Study file</h2>")
-    parts.append(f"<pre>{html.escape(text) if text else '(not stored)'}</pre>")
+        out.append(
+            f"<div class='fig' id='fig-{html.escape(study)}-{html.escape(name)}'>{svg}</div>"
+        )
+    out.append(f"<{h2}>Results (mean over repetitions, 95 % confidence interval)</{h2}>")
+    out.append(summary_table(agg, runs))
+    text = store.study_text(study)
+    out.append(f"<{h2}>Study file</{h2}>")
+    out.append(f"<pre>{html.escape(text) if text else '(not stored)'}</pre>")
+    return out
+
+
+def build_report(
+    store: Store,
+    study: str | Sequence[str] | None = None,
+    plots: Sequence[str] | None = None,
+    title: str | None = None,
+) -> str:
+    """The report of one study, or of several (one section each) under `title`."""
+    names = _select(store, study)
+    heading = title or (names[0] if len(names) == 1 else ", ".join(names))
+    parts = [
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        f"<title>tcplab report: {html.escape(heading)}</title><style>{_CSS}</style></head><body>",
+    ]
+    if len(names) > 1:
+        parts.append(f"<h1>tcplab report: {html.escape(heading)}</h1>")
+    parts.append(
+        f"<p class='meta'>generated {_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M} UTC by "
+        f"tcplab {__version__} from {html.escape(store.path.name)}</p>"
+    )
+    for name in names:
+        parts += _section(store, name, plots, 1 if len(names) == 1 else 2)
     parts.append(f"<script>{_CHECK_JS}</script></body></html>")
     return "\n".join(parts)
 
 
-def write_report(store: Store, out: str | Path, study: str | None = None) -> Path:
+def write_report(
+    store: Store,
+    out: str | Path,
+    study: str | Sequence[str] | None = None,
+    title: str | None = None,
+) -> Path:
     path = Path(out)
     if path.suffix.lower() not in (".html", ".htm"):
         raise ScenarioError(f"-o = {str(out)!r}: a report is an HTML file; allowed: *.html")
-    path.write_text(build_report(store, study), encoding="utf-8")
+    path.write_text(build_report(store, study, title=title), encoding="utf-8")
     return path

@@ -99,13 +99,14 @@ class Study:
         return self.n_points * self.repetitions
 
     def points(self) -> Iterator[tuple[Variant, dict[str, Any]]]:
-        """Grid points in a stable order: variants outermost, then the axes as written."""
+        """Grid points in a stable order: variants outermost, then the axes as written.
+        A text value `"=other.key"` takes the value of another swept key at the same point
+        (e.g. `"flows.1.cca" = ["cubic", "=flows.0.cca"]`: the competitor is the flow itself).
+        """
         for variant in self.variants:
             for combo in itertools.product(*(axis.values for axis in self.axes)):
-                yield (
-                    variant,
-                    {axis.path: value for axis, value in zip(self.axes, combo, strict=True)},
-                )
+                params = {axis.path: value for axis, value in zip(self.axes, combo, strict=True)}
+                yield variant, {k: _resolve(params, k, v) for k, v in params.items()}
 
     def runs(self) -> Iterator[RunSpec]:
         """Every run, validated; seeds vary fastest."""
@@ -119,6 +120,19 @@ class Study:
                 run = dict(normalized)
                 run["seed"] = seed
                 yield RunSpec(self.name, variant.name, params, seed, digest, run, self.text)
+
+
+def _resolve(params: Mapping[str, Any], key: str, value: Any) -> Any:
+    if isinstance(value, str) and value.startswith("="):
+        ref = value[1:]
+        if ref not in params or ref == key:
+            others = ", ".join(f"={k}" for k in params if k != key) or "none"
+            raise field_error(f"sweep.{key}", value, "refers to no other swept key", others)
+        target = params[ref]
+        if isinstance(target, str) and target.startswith("="):
+            raise field_error(f"sweep.{key}", value, "a reference cannot point to a reference")
+        return target
+    return value
 
 
 def _validate_point(study: Study, variant: Variant, pairs: Sequence[tuple[str, Any]]) -> Scenario:

@@ -81,8 +81,12 @@ def _pending(study: Study, store: Store) -> tuple[list[RunSpec], int, int]:
     done = store.done_keys()
     members = store.member_keys(study.name)
     todo: list[RunSpec] = []
+    queued: set[tuple[str, int]] = set()
     skipped = linked = 0
     for spec in study.runs():
+        if spec.key in queued:  # the same run reached twice (e.g. through a "=key" reference)
+            continue
+        queued.add(spec.key)
         if spec.key in done:
             skipped += 1
             if spec.key not in members:
