@@ -25,6 +25,11 @@ pub mod reno;
 // -- group B: hybla, westwood, illinois, lp
 
 // -- group C: vegas, veno, yeah, fast, compound
+pub mod compound;
+pub mod fast;
+pub mod vegas;
+pub mod veno;
+pub mod yeah;
 
 // -- group D: bbr, bbr3
 
@@ -431,6 +436,11 @@ pub enum Cc {
     // -- group B
 
     // -- group C
+    Vegas(Box<vegas::Vegas>),
+    Veno(Box<veno::Veno>),
+    Yeah(Box<yeah::Yeah>),
+    Fast(Box<fast::Fast>),
+    Compound(Box<compound::Compound>),
 
     // -- group D
 
@@ -452,6 +462,11 @@ macro_rules! dispatch {
             // -- group B
 
             // -- group C
+            Cc::Vegas($c) => $e,
+            Cc::Veno($c) => $e,
+            Cc::Yeah($c) => $e,
+            Cc::Fast($c) => $e,
+            Cc::Compound($c) => $e,
 
             // -- group D
 
@@ -528,7 +543,11 @@ pub fn catalogue() -> Vec<CcInfo> {
         // -- group B
 
         // -- group C
-
+        vegas::INFO,
+        veno::INFO,
+        yeah::INFO,
+        fast::INFO,
+        compound::INFO,
         // -- group D
 
         // -- group E
@@ -568,6 +587,11 @@ pub fn build(
         // -- group B
 
         // -- group C
+        "vegas" => Cc::Vegas(Box::new(vegas::Vegas::new(&p, init)?)),
+        "veno" => Cc::Veno(Box::new(veno::Veno::new(&p, init)?)),
+        "yeah" => Cc::Yeah(Box::new(yeah::Yeah::new(&p, init)?)),
+        "fast" => Cc::Fast(Box::new(fast::Fast::new(&p, init)?)),
+        "compound" => Cc::Compound(Box::new(compound::Compound::new(&p, init)?)),
 
         // -- group D
 
