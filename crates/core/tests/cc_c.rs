@@ -65,9 +65,10 @@ fn queue_after(r: &api::RunResult, from_s: u64) -> f64 {
 
 #[test]
 fn vegas_keeps_rtt_near_base_on_a_2bdp_queue_while_reno_and_cubic_fill_it() {
-    // Steady state = the last 300 s of a 600 s run (Linux Vegas overshoots in slow start,
-    // because the per-RTT minimum hides the queue growing inside the RTT, and then drains
-    // the excess at one packet per RTT, which takes ~100 s here).
+    // Steady state = the last 300 s of a 600 s run. Linux Vegas overshoots in slow start:
+    // its per-RTT minimum RTT shows a queue only an RTT after it forms while cwnd doubles
+    // every RTT, so the buffer overflows once; afterwards Vegas drains the excess at one
+    // packet per RTT, which takes ~100 s here.
     //
     // Vegas holds diff = cwnd·(rtt − base)/base in [α, β] = [2, 4]; with cwnd ≈ BDP, diff
     // is the number of packets queued, and integer truncation lets it reach just under

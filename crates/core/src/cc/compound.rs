@@ -114,6 +114,7 @@ pub struct Compound {
 }
 
 impl Compound {
+    /// Build from the scenario's α, β, k, ζ, γ and `low_window`.
     pub fn new(p: &Params<'_>, init: &FlowInit) -> Result<Self, ConfigError> {
         Ok(Compound {
             alpha: p.real("alpha", 0.0, 100.0)?,

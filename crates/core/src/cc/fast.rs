@@ -104,6 +104,7 @@ pub struct Fast {
 }
 
 impl Fast {
+    /// Build from the scenario's `alpha` (packets), `gamma` (0 < γ ≤ 1) and update period.
     pub fn new(p: &Params<'_>, init: &FlowInit) -> Result<Self, ConfigError> {
         let alpha = p.real("alpha", 0.0, 1e6)?;
         let gamma = p.real("gamma", 0.0, 1.0)?;
@@ -292,7 +293,7 @@ mod tests {
     }
 
     #[test]
-    fn window_update_matches_hand_numbers() {
+    fn congestion_avoidance_window_update_matches_hand_numbers() {
         // w = 100, base = avg = 100 ms, α = 20, γ = ½: 50 + ½(100 + 20) = 110.
         assert!((fast_window_update(100.0, 0.1, 0.1, 20.0, 0.5) - 110.0).abs() < 1e-12);
         // Equilibrium: avg = 125 ms (backlog 100·25/125 = 20 = α): 50 + ½(80 + 20) = 100.

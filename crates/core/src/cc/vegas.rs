@@ -179,6 +179,7 @@ pub struct Vegas {
 }
 
 impl Vegas {
+    /// Build from the scenario's `alpha`, `beta`, `gamma` (packets; `alpha <= beta`).
     pub fn new(p: &Params<'_>, _init: &FlowInit) -> Result<Self, ConfigError> {
         let alpha = p.int("alpha", 0, 1 << 20)? as u32;
         let beta = p.int("beta", 0, 1 << 20)? as u32;
@@ -443,7 +444,7 @@ mod tests {
     }
 
     #[test]
-    fn alpha_above_beta_is_rejected() {
+    fn config_alpha_above_beta_is_rejected() {
         let mut m = BTreeMap::new();
         m.insert("alpha".to_string(), 5.0);
         let p = Params::new("vegas", &m, PARAMS).unwrap();

@@ -61,6 +61,7 @@ pub struct Veno {
 }
 
 impl Veno {
+    /// Build from the scenario's `beta` (backlog threshold, packets).
     pub fn new(p: &Params<'_>, _init: &FlowInit) -> Result<Self, ConfigError> {
         let beta = p.int("beta", 0, 1 << 20)? as u32;
         Ok(Veno {

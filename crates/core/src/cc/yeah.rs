@@ -108,6 +108,7 @@ pub struct Yeah {
 }
 
 impl Yeah {
+    /// Build from the scenario's YeAH constants (kernel defaults).
     pub fn new(p: &Params<'_>, _init: &FlowInit) -> Result<Self, ConfigError> {
         Ok(Yeah {
             alpha: p.int("alpha", 0, 1 << 24)? as u32,
@@ -362,7 +363,7 @@ mod tests {
     }
 
     #[test]
-    fn init_clamps_cwnd_to_fit_the_md_arithmetic() {
+    fn open_init_clamps_cwnd_to_fit_the_md_arithmetic() {
         let (mut y, mut w) = yeah();
         y.on_cwnd_event(&mut w, CwndEvent::TxStart);
         assert_eq!(w.cwnd_clamp, 0xffff_ffff / 128);
