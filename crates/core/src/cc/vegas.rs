@@ -334,8 +334,8 @@ mod tests {
         (v, w)
     }
 
-    /// RTT with q of the 50 packets queued behind a bottleneck that drains 50 packets per
-    /// 100 ms: rtt = 100 ms · 50 / (50 − q).
+    /// RTT when q of the 50 packets in flight are queued: the bottleneck carries 50 − q
+    /// packets per 100 ms (its BDP is 50 − q), so rtt = cwnd/rate = 100 ms · 50 / (50 − q).
     fn rtt_with_queue_us(q: u64) -> u64 {
         100_000 * 50 / (50 - q)
     }
