@@ -29,6 +29,11 @@ pub mod scalable;
 // -- group B: hybla, westwood, illinois, lp
 
 // -- group C: vegas, veno, yeah, fast, compound
+pub mod compound;
+pub mod fast;
+pub mod vegas;
+pub mod veno;
+pub mod yeah;
 
 // -- group D: bbr, bbr3
 
@@ -441,6 +446,11 @@ pub enum Cc {
     // -- group B
 
     // -- group C
+    Vegas(Box<vegas::Vegas>),
+    Veno(Box<veno::Veno>),
+    Yeah(Box<yeah::Yeah>),
+    Fast(Box<fast::Fast>),
+    Compound(Box<compound::Compound>),
 
     // -- group D
 
@@ -468,6 +478,11 @@ macro_rules! dispatch {
             // -- group B
 
             // -- group C
+            Cc::Vegas($c) => $e,
+            Cc::Veno($c) => $e,
+            Cc::Yeah($c) => $e,
+            Cc::Fast($c) => $e,
+            Cc::Compound($c) => $e,
 
             // -- group D
 
@@ -549,7 +564,11 @@ pub fn catalogue() -> Vec<CcInfo> {
         // -- group B
 
         // -- group C
-
+        vegas::INFO,
+        veno::INFO,
+        yeah::INFO,
+        fast::INFO,
+        compound::INFO,
         // -- group D
 
         // -- group E
@@ -594,6 +613,11 @@ pub fn build(
         // -- group B
 
         // -- group C
+        "vegas" => Cc::Vegas(Box::new(vegas::Vegas::new(&p, init)?)),
+        "veno" => Cc::Veno(Box::new(veno::Veno::new(&p, init)?)),
+        "yeah" => Cc::Yeah(Box::new(yeah::Yeah::new(&p, init)?)),
+        "fast" => Cc::Fast(Box::new(fast::Fast::new(&p, init)?)),
+        "compound" => Cc::Compound(Box::new(compound::Compound::new(&p, init)?)),
 
         // -- group D
 
