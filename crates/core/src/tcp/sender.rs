@@ -464,6 +464,16 @@ impl Sender {
         out.push(p);
     }
 
+    /// Linux `tcp_event_data_sent`: any data segment (retransmissions too) sent with nothing
+    /// in flight is a `TX_START`; then `lsndtime` moves.
+    fn data_sent_event(&mut self, now: SimTime) {
+        if self.in_flight() == 0 {
+            self.sync_view(now);
+            self.cc.on_cwnd_event(&mut self.w, CwndEvent::TxStart);
+        }
+        self.w.last_send = now;
+    }
+
     /// Retransmit segment `no` (Linux `tcp_retransmit_skb`).
     pub(crate) fn retransmit(&mut self, now: SimTime, no: u64, out: &mut Vec<Packet>) {
         let seq = self.sb.seq_of(no);
@@ -472,6 +482,7 @@ impl Sender {
             return;
         }
         let len = seg.len;
+        self.data_sent_event(now);
         let stamp = self.rate.on_send(now, self.sb.packets_out());
         self.sb.on_retransmit(no, now, stamp);
         if self.retrans_stamp.is_none() {
@@ -497,17 +508,13 @@ impl Sender {
         let prior_packets = self.sb.packets_out();
         if prior_packets == 0 {
             self.idle_restart(now);
-            if self.in_flight() == 0 {
-                self.sync_view(now);
-                self.cc.on_cwnd_event(&mut self.w, CwndEvent::TxStart);
-            }
         }
+        self.data_sent_event(now);
         let stamp = self.rate.on_send(now, prior_packets);
         let seq = self.snd_nxt;
         self.sb.push_new(len, now, stamp);
         self.snd_nxt += len as u64;
         self.emit(now, seq, len, false, out);
-        self.w.last_send = now;
         if prior_packets == 0 || matches!(self.xmit_timer, Some((_, XmitTimer::Tlp))) {
             self.rearm_rto(now);
         }
