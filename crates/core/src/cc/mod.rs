@@ -23,6 +23,10 @@ pub mod reno;
 // -- group A: bic, highspeed, scalable, htcp
 
 // -- group B: hybla, westwood, illinois, lp
+pub mod hybla;
+pub mod illinois;
+pub mod lp;
+pub mod westwood;
 
 // -- group C: vegas, veno, yeah, fast, compound
 
@@ -429,6 +433,10 @@ pub enum Cc {
     // -- group A
 
     // -- group B
+    Hybla(Box<hybla::Hybla>),
+    Westwood(Box<westwood::Westwood>),
+    Illinois(Box<illinois::Illinois>),
+    Lp(Box<lp::Lp>),
 
     // -- group C
 
@@ -450,6 +458,10 @@ macro_rules! dispatch {
             // -- group A
 
             // -- group B
+            Cc::Hybla($c) => $e,
+            Cc::Westwood($c) => $e,
+            Cc::Illinois($c) => $e,
+            Cc::Lp($c) => $e,
 
             // -- group C
 
@@ -526,7 +538,10 @@ pub fn catalogue() -> Vec<CcInfo> {
         // -- group A
 
         // -- group B
-
+        hybla::INFO,
+        westwood::INFO,
+        illinois::INFO,
+        lp::INFO,
         // -- group C
 
         // -- group D
@@ -566,6 +581,10 @@ pub fn build(
         // -- group A
 
         // -- group B
+        "hybla" => Cc::Hybla(Box::new(hybla::Hybla::new(&p, init)?)),
+        "westwood" => Cc::Westwood(Box::new(westwood::Westwood::new(&p, init)?)),
+        "illinois" => Cc::Illinois(Box::new(illinois::Illinois::new(&p, init)?)),
+        "lp" => Cc::Lp(Box::new(lp::Lp::new(&p, init)?)),
 
         // -- group C
 
