@@ -13,6 +13,13 @@
 //! - Otherwise Reno growth — but not during the inference time after a cut.
 //! - Losses, timeouts and undo are Reno's.
 //!
+//! Consequence of the kernel's choices (kept): an early cut never lowers ssthresh, so a flow
+//! that has not lost a packet slow-starts again after every inference time, and the
+//! range reset makes the next threshold only 15 % of sowd above it. Alone on a path, the
+//! queue of its own slow-start rounds (and the delayed-ACK wait, which the receiver's TSval
+//! includes, at cwnd 1) triggers further cuts: TCP-LP then uses only a small part of an
+//! idle link (see `tests/cc_b.rs`).
+//!
 //! OWD in this simulator: Linux computes OWD = TSval·(TS_HZ/remote_hz) − TSecr, estimating the
 //! peer's timestamp clock rate `remote_hz` from successive TSval/TSecr pairs (EWMA 1/64),
 //! because the two hosts' clocks differ. Here both endpoints use the one simulation clock:
