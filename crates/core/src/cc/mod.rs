@@ -27,6 +27,10 @@ pub mod htcp;
 pub mod scalable;
 
 // -- group B: hybla, westwood, illinois, lp
+pub mod hybla;
+pub mod illinois;
+pub mod lp;
+pub mod westwood;
 
 // -- group C: vegas, veno, yeah, fast, compound
 pub mod compound;
@@ -444,6 +448,10 @@ pub enum Cc {
     Htcp(Box<htcp::Htcp>),
 
     // -- group B
+    Hybla(Box<hybla::Hybla>),
+    Westwood(Box<westwood::Westwood>),
+    Illinois(Box<illinois::Illinois>),
+    Lp(Box<lp::Lp>),
 
     // -- group C
     Vegas(Box<vegas::Vegas>),
@@ -476,6 +484,10 @@ macro_rules! dispatch {
             Cc::Htcp($c) => $e,
 
             // -- group B
+            Cc::Hybla($c) => $e,
+            Cc::Westwood($c) => $e,
+            Cc::Illinois($c) => $e,
+            Cc::Lp($c) => $e,
 
             // -- group C
             Cc::Vegas($c) => $e,
@@ -562,7 +574,10 @@ pub fn catalogue() -> Vec<CcInfo> {
         scalable::INFO,
         htcp::INFO,
         // -- group B
-
+        hybla::INFO,
+        westwood::INFO,
+        illinois::INFO,
+        lp::INFO,
         // -- group C
         vegas::INFO,
         veno::INFO,
@@ -611,6 +626,10 @@ pub fn build(
         "htcp" => Cc::Htcp(Box::new(htcp::Htcp::new(&p, init)?)),
 
         // -- group B
+        "hybla" => Cc::Hybla(Box::new(hybla::Hybla::new(&p, init)?)),
+        "westwood" => Cc::Westwood(Box::new(westwood::Westwood::new(&p, init)?)),
+        "illinois" => Cc::Illinois(Box::new(illinois::Illinois::new(&p, init)?)),
+        "lp" => Cc::Lp(Box::new(lp::Lp::new(&p, init)?)),
 
         // -- group C
         "vegas" => Cc::Vegas(Box::new(vegas::Vegas::new(&p, init)?)),
