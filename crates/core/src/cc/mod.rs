@@ -31,6 +31,7 @@ pub mod reno;
 // -- group E: dctcp, ledbat
 
 // -- group F: wave
+pub mod wave;
 
 // -- group G: ns-2 stacks (tahoe, sack, fack, ...)
 
@@ -437,6 +438,7 @@ pub enum Cc {
     // -- group E
 
     // -- group F
+    Wave(Box<wave::Wave>),
 
     // -- group G
     Custom(Box<dyn CongestionControl + Send>),
@@ -458,6 +460,7 @@ macro_rules! dispatch {
             // -- group E
 
             // -- group F
+            Cc::Wave($c) => $e,
 
             // -- group G
             Cc::Custom($c) => $e,
@@ -534,7 +537,7 @@ pub fn catalogue() -> Vec<CcInfo> {
         // -- group E
 
         // -- group F
-
+        wave::INFO,
         // -- group G
     ]
 }
@@ -574,6 +577,7 @@ pub fn build(
         // -- group E
 
         // -- group F
+        "wave" => Cc::Wave(Box::new(wave::Wave::new(&p, init)?)),
 
         // -- group G
         _ => unreachable!("catalogue and build() disagree on {name}"),
