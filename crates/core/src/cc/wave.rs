@@ -896,6 +896,76 @@ mod tests {
     }
 
     #[test]
+    fn short_round_dispersion_is_scaled_to_a_full_burst() {
+        let (mut c, mut w) = wave();
+        start(&mut c, &mut w, 5); // a round of 5 > min_burst 3
+                                  // One ACK per segment, 3 ms apart: first 600 ms, last 612 ms.
+        for i in 0..5 {
+            ack(&mut c, &mut w, 600_000 + i * 3_000, 1, 600_000);
+        }
+        // kronat scales the spread to the full burst without the n/(n − 1) factor:
+        // ATD = 12 ms / 5 · 10 = 24 ms; Δ = 0 (first round) → TxTime = 24 ms.
+        assert_eq!(c.tx_time(), SimDuration::from_ms(24));
+    }
+
+    #[test]
+    fn heuristic_dispersion_from_rate_sample_intervals_without_a_train() {
+        let (mut c, mut w) = wave();
+        start(&mut c, &mut w, 10);
+        let mut sample = |c: &mut Wave, w: &mut Window, t_us: u64, acked: u32, rtt_us: u64| {
+            at(w, t_us);
+            c.on_ack_event(w, AckFlags::default());
+            w.in_flight -= acked;
+            let rs = RateSample {
+                acked_sacked: acked,
+                rtt: Some(SimDuration::from_us(rtt_us)),
+                interval: Some(SimDuration::from_us(t_us)),
+                ..Default::default()
+            };
+            c.cong_control(w, &rs);
+        };
+        // 1 segment at 600 ms (RTT 600 ms, rate interval 600 ms), then 9 at 627 ms with a
+        // smaller RTT: the train never has two aligned ACKs and no ATD exists yet, so
+        // kronat falls back to |interval(last) − interval(first)| = 627 − 600 = 27 ms.
+        sample(&mut c, &mut w, 600_000, 1, 600_000);
+        sample(&mut c, &mut w, 627_000, 9, 599_000);
+        assert_eq!(c.tx_time(), SimDuration::from_ms(27));
+    }
+
+    #[test]
+    fn recovery_room_from_loss_marking_survives_the_ack() {
+        // The sender calls pkts_acked, then marks losses, then cong_control. Wave closes
+        // cwnd in pkts_acked only, so segments marked lost afterwards can be retransmitted
+        // by this very ACK (fast retransmission in parallel to the bursts).
+        let (mut c, mut w) = wave();
+        start(&mut c, &mut w, 10);
+        tick(&mut c, &mut w, 200_000, 10);
+        at(&mut w, 600_000);
+        c.on_ack_event(&mut w, AckFlags::default());
+        w.in_flight -= 1; // one segment SACKed
+        c.on_pkts_acked(
+            &mut w,
+            &AckSample {
+                pkts_acked: 0,
+                rtt: None,
+                in_flight: 20,
+            },
+        );
+        assert_eq!(w.cwnd, 19);
+        w.in_flight -= 2; // two segments marked lost
+        assert_eq!(c.on_congestion_event(&mut w, LossKind::Recovery), 0);
+        c.on_state_change(&mut w, CaState::Recovery);
+        c.cong_control(
+            &mut w,
+            &RateSample {
+                acked_sacked: 1,
+                ..Default::default()
+            },
+        );
+        assert_eq!(w.cwnd - w.in_flight, 2, "room for the two retransmissions");
+    }
+
+    #[test]
     fn smaller_rtt_mid_round_restarts_the_train() {
         let (mut c, mut w) = wave();
         start(&mut c, &mut w, 10);
