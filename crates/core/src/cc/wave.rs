@@ -912,7 +912,7 @@ mod tests {
     fn heuristic_dispersion_from_rate_sample_intervals_without_a_train() {
         let (mut c, mut w) = wave();
         start(&mut c, &mut w, 10);
-        let mut sample = |c: &mut Wave, w: &mut Window, t_us: u64, acked: u32, rtt_us: u64| {
+        let sample = |c: &mut Wave, w: &mut Window, t_us: u64, acked: u32, rtt_us: u64| {
             at(w, t_us);
             c.on_ack_event(w, AckFlags::default());
             w.in_flight -= acked;
