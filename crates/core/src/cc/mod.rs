@@ -46,6 +46,7 @@ pub mod dctcp;
 pub mod ledbat;
 
 // -- group F: wave
+pub mod wave;
 
 // -- group G: ns-2 stacks (tahoe, sack, fack, ...)
 
@@ -467,6 +468,7 @@ pub enum Cc {
     Ledbat(Box<ledbat::Ledbat>),
 
     // -- group F
+    Wave(Box<wave::Wave>),
 
     // -- group G
     Custom(Box<dyn CongestionControl + Send>),
@@ -503,6 +505,7 @@ macro_rules! dispatch {
             Cc::Ledbat($c) => $e,
 
             // -- group F
+            Cc::Wave($c) => $e,
 
             // -- group G
             Cc::Custom($c) => $e,
@@ -590,7 +593,7 @@ pub fn catalogue() -> Vec<CcInfo> {
         dctcp::INFO,
         ledbat::INFO,
         // -- group F
-
+        wave::INFO,
         // -- group G
     ]
 }
@@ -645,6 +648,7 @@ pub fn build(
         "ledbat" => Cc::Ledbat(Box::new(ledbat::Ledbat::new(&p, init)?)),
 
         // -- group F
+        "wave" => Cc::Wave(Box::new(wave::Wave::new(&p, init)?)),
 
         // -- group G
         _ => unreachable!("catalogue and build() disagree on {name}"),

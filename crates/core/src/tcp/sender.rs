@@ -411,7 +411,10 @@ impl Sender {
         if let Some(bps) = self.cc.pacing_rate_bps(&self.w) {
             return Some(bps / 8);
         }
-        if self.cfg.pacing {
+        // Linux refreshes sk_pacing_rate (tcp_update_pacing_rate) only for modules without
+        // cong_control; one that owns cwnd and sets no rate (TCP Wave, whose burst timer
+        // replaces rate pacing) leaves it at ~0U, i.e. unpaced.
+        if self.cfg.pacing && !self.cc.has_cong_control() {
             let r = self.w.linux_pacing_rate_bytes();
             return (r > 0).then_some(r);
         }
