@@ -107,6 +107,8 @@ pub struct TcpConfig {
     pub fack: bool,
     /// Which TCP implementation the flow models.
     pub stack: Stack,
+    /// Random per-connection timestamp offsets (Linux ≥ 4.10 default, `tcp_timestamps = 1`).
+    pub random_ts_offset: bool,
 }
 
 /// TCP implementation profile.
@@ -140,6 +142,7 @@ impl Default for TcpConfig {
             prr: true,
             fack: false,
             stack: Stack::Linux,
+            random_ts_offset: true,
         }
     }
 }

@@ -114,12 +114,20 @@ impl Simulation {
                     (true, true) => EcnEcho::Dctcp,
                 },
             };
+            let mut sender = Sender::new(i as u32, scfg, cc);
+            let mut receiver = Receiver::new(i as u32, rcfg);
+            if f.tcp.random_ts_offset {
+                // Linux draws a 32-bit offset in timestamp ticks (1 ms).
+                let mut ts_rng = SimRng::substream(cfg.seed, &format!("flow/{i}/tsoffset"));
+                sender.ts_offset = ts_rng.below(1 << 32) * 1_000_000;
+                receiver.ts_offset = ts_rng.below(1 << 32) * 1_000_000;
+            }
             flows.push(Flow {
                 cca: f.cca.clone(),
                 start: SimTime(f.start_ns),
                 app: f.app,
-                sender: Sender::new(i as u32, scfg, cc),
-                receiver: Receiver::new(i as u32, rcfg),
+                sender,
+                receiver,
                 scheduled: [[None; 4]; 2],
             });
         }

@@ -217,7 +217,9 @@ fn lp_yields_to_reno_and_cubic_on_a_shared_bottleneck() {
     // 10 Mbit/s, RTT 50 ms (BDP 42 packets), queue 84. The competing loss-based flow keeps
     // the queue — and the one-way delay — high: every rise of LP's smoothed OWD past 15 % of
     // its range halves LP, a second one within 3 RTTs drops it to one packet. LP must take
-    // a tiny share (< 5 % of the other flow) while the link stays full.
+    // a tiny share (< 5 % of the other flow) while the link stays full. TCP-LP needs
+    // timestamps without per-connection random offsets (Linux tcp_timestamps = 2); see
+    // `lp_with_random_timestamp_offsets_stops_yielding_after_its_first_cut`.
     let base = Spec {
         rtt_ms: 50.0,
         rate_bps: 10_000_000,
@@ -225,6 +227,7 @@ fn lp_yields_to_reno_and_cubic_on_a_shared_bottleneck() {
         queue_pkts: 84,
         duration_s: 120,
         cca: "lp",
+        tcp: no_ts_offsets(),
         ..Default::default()
     };
     for other in ["reno", "cubic"] {
@@ -252,6 +255,7 @@ fn lp_alone_is_held_back_by_its_own_queue_as_tcp_lp_c_is() {
         queue_pkts: 84,
         duration_s: 60,
         cca,
+        tcp: no_ts_offsets(),
         ..Default::default()
     };
     let lp = run(&spec("lp"));
@@ -259,4 +263,40 @@ fn lp_alone_is_held_back_by_its_own_queue_as_tcp_lp_c_is() {
     let (ul, ur) = (lp.links[0].utilization, reno.links[0].utilization);
     assert!(ur > 0.95, "reno alone {ur}");
     assert!(ul > 0.005 && ul < 0.25, "lp alone {ul}");
+}
+
+#[test]
+fn lp_with_random_timestamp_offsets_stops_yielding_after_its_first_cut() {
+    // Linux >= 4.10 adds a random 32-bit offset to each connection's timestamps. tcp_lp.c
+    // measures an absolute one-way delay (peer TSval - our TSecr), so its delay includes the
+    // peer's offset; its first early-congestion cut resets the range to [sowd, 2*sowd], a
+    // range as large as the random offset, after which no delay rise ever crosses 15 % of
+    // it. LP then behaves like Reno: it fills an empty link and shares a busy one roughly
+    // evenly instead of yielding.
+    let base = Spec {
+        rtt_ms: 50.0,
+        rate_bps: 10_000_000,
+        return_rate_bps: 10_000_000,
+        queue_pkts: 84,
+        duration_s: 120,
+        cca: "lp",
+        ..Default::default()
+    };
+    assert!(base.tcp.random_ts_offset, "Linux default");
+    let alone = run(&base);
+    assert!(
+        alone.links[0].utilization > 0.95,
+        "{}",
+        alone.links[0].utilization
+    );
+    let r = run_config(with_competitor(&base, "reno"));
+    let (lp, reno) = (r.flows[0].goodput_bps, r.flows[1].goodput_bps);
+    assert!(lp > 0.3 * reno, "lp {lp} vs reno {reno}");
+}
+
+fn no_ts_offsets() -> tcplab_core::config::TcpConfig {
+    tcplab_core::config::TcpConfig {
+        random_ts_offset: false,
+        ..Default::default()
+    }
 }

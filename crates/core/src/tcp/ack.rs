@@ -79,8 +79,10 @@ impl Sender {
             self.retransmits = 0;
         }
         if self.cfg.timestamps && p.ts_ecr != 0 {
-            self.rcv_tsecr = p.ts_ecr;
-            self.w.rcv_tsecr = p.ts_ecr;
+            // Linux tcp_parse_aligned_timestamp: TSecr is brought back to our own clock.
+            let ecr = p.ts_ecr.saturating_sub(self.ts_offset).max(1);
+            self.rcv_tsecr = ecr;
+            self.w.rcv_tsecr = ecr;
             self.w.rcv_tsval = p.ts_val;
         }
         // Window update (Linux tcp_ack_update_window: a dupACK only counts as an update if
@@ -340,7 +342,11 @@ impl Sender {
         let is_sack = self.is_sack();
         let rack_on = self.cfg.rack;
         let min_rtt = self.min_rtt();
-        let tsecr = if self.cfg.timestamps { p.ts_ecr } else { 0 };
+        let tsecr = if self.cfg.timestamps && p.ts_ecr != 0 {
+            p.ts_ecr.saturating_sub(self.ts_offset).max(1)
+        } else {
+            0
+        };
         let high_seq = self.high_seq;
         let mss = self.cfg.mss as u64;
         if new_una > self.snd_una {

@@ -104,6 +104,8 @@ pub struct Receiver {
     hs_sent_at: SimTime,
     hs_tries: u32,
     got_data: bool,
+    /// Per-connection timestamp offset (Linux `tsoffset`) added to our TSvals.
+    pub ts_offset: u64,
     /// Classic ECN: echo ECE until CWR. DCTCP: CE state of the latest segment.
     ece: bool,
     pub completion: Option<SimTime>,
@@ -137,6 +139,7 @@ impl Receiver {
             hs_sent_at: SimTime::ZERO,
             hs_tries: 0,
             got_data: false,
+            ts_offset: 0,
             ece: false,
             completion: None,
             stats: ReceiverStats::default(),
@@ -173,7 +176,7 @@ impl Receiver {
             flow: self.flow,
             kind,
             ts_val: if self.cfg.timestamps {
-                now.ns().max(1)
+                (now.ns() + self.ts_offset).max(1)
             } else {
                 0
             },
@@ -287,7 +290,7 @@ impl Receiver {
                 self.ts_recent = p.ts_val;
             }
             if p.ts_ecr != 0 && p.len >= self.cfg.mss {
-                let m = now.ns().saturating_sub(p.ts_ecr).max(1);
+                let m = (now.ns() + self.ts_offset).saturating_sub(p.ts_ecr).max(1);
                 self.rcv_rtt_ns = if self.rcv_rtt_ns == 0 {
                     m
                 } else {

@@ -132,6 +132,9 @@ pub struct Sender {
     pub(crate) cwnd_usage_seq: u64,
     /// Latest TSecr received (for RTT fallback and undo decisions).
     pub(crate) rcv_tsecr: u64,
+    /// Per-connection timestamp offset (Linux `tsoffset`, random since 4.10): added to our
+    /// TSvals and removed from the TSecr we receive, so only the peer sees it.
+    pub ts_offset: u64,
     /// Set CWR on the next new data segment (Linux `TCP_ECN_QUEUE_CWR`).
     pub(crate) ecn_queue_cwr: bool,
     // timers
@@ -190,6 +193,7 @@ impl Sender {
             lost_total: 0,
             cwnd_usage_seq: 0,
             rcv_tsecr: 0,
+            ts_offset: 0,
             ecn_queue_cwr: false,
             xmit_timer: None,
             icsk_rto: RTO_INIT,
@@ -285,7 +289,7 @@ impl Sender {
             flow: self.flow,
             kind,
             ts_val: if self.cfg.timestamps {
-                now.ns().max(1)
+                (now.ns() + self.ts_offset).max(1)
             } else {
                 0
             },
