@@ -27,6 +27,7 @@ pub mod reno;
 // -- group C: vegas, veno, yeah, fast, compound
 
 // -- group D: bbr, bbr3
+pub mod bbr;
 
 // -- group E: dctcp, ledbat
 
@@ -142,6 +143,12 @@ pub struct Window {
     /// both clocks are the simulation clock in ns.
     pub rcv_tsval: u64,
     pub rcv_tsecr: u64,
+    /// Linux `tp->app_limited`: non-zero while application-limited (the delivered count at
+    /// which that ends). A `cong_control` controller may set it (BBR PROBE_RTT); the
+    /// sender reads it back after the call.
+    pub app_limited: u64,
+    /// Earliest departure time of the next paced segment (Linux `tcp_wstamp_ns`).
+    pub next_departure: SimTime,
 }
 
 impl Window {
@@ -171,6 +178,8 @@ impl Window {
             pacing: false,
             rcv_tsval: 0,
             rcv_tsecr: 0,
+            app_limited: 0,
+            next_departure: SimTime::ZERO,
         }
     }
 
@@ -433,6 +442,7 @@ pub enum Cc {
     // -- group C
 
     // -- group D
+    Bbr(Box<bbr::Bbr>),
 
     // -- group E
 
@@ -454,6 +464,7 @@ macro_rules! dispatch {
             // -- group C
 
             // -- group D
+            Cc::Bbr($c) => $e,
 
             // -- group E
 
@@ -530,7 +541,7 @@ pub fn catalogue() -> Vec<CcInfo> {
         // -- group C
 
         // -- group D
-
+        bbr::INFO,
         // -- group E
 
         // -- group F
@@ -570,6 +581,7 @@ pub fn build(
         // -- group C
 
         // -- group D
+        "bbr" => Cc::Bbr(Box::new(bbr::Bbr::new(&p, init, rng)?)),
 
         // -- group E
 
