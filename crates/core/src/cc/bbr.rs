@@ -1524,9 +1524,9 @@ pub(crate) mod tests {
             if b.lt_use_bw() {
                 assert_eq!(b.pacing_gain(), 256, "gain cycling is off while policed");
             }
-            if lt_from.is_some() && !b.lt_use_bw() {
+            if let (Some(from), false) = (lt_from, b.lt_use_bw()) {
                 // Released after 48 rounds in PROBE_BW.
-                assert_eq!(b.rtt_cnt() - lt_from.unwrap(), 48);
+                assert_eq!(b.rtt_cnt() - from, 48);
                 return;
             }
         }
