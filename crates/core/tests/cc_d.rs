@@ -8,14 +8,28 @@ fn run(spec: &Spec) -> api::RunResult {
 
 #[test]
 fn explore() {
-    for cca in ["bbr", "cubic", "reno"] {
-        for per in [0.0, 0.01, 0.05] {
+    let env = |k: &str, d: f64| {
+        std::env::var(k)
+            .ok()
+            .map(|v| v.parse().unwrap())
+            .unwrap_or(d)
+    };
+    let rtt = env("RTT", 500.4);
+    let rate = env("RATE", 4e6) as u64;
+    let q = env("Q", 333.0) as u64;
+    let dur = env("DUR", 600.0) as u64;
+    let ccas = std::env::var("CCAS").unwrap_or("bbr,bbr3,cubic".into());
+    let pers = std::env::var("PERS").unwrap_or("0,0.01,0.05".into());
+    for cca in ccas.split(',') {
+        let cca: &'static str = Box::leak(cca.to_string().into_boxed_str());
+        for per in pers.split(',') {
+            let per: f64 = per.parse().unwrap();
             let r = run(&Spec {
-                rtt_ms: 500.4,
-                rate_bps: 4_000_000,
-                return_rate_bps: 4_000_000,
-                queue_pkts: 333,
-                duration_s: 600,
+                rtt_ms: rtt,
+                rate_bps: rate,
+                return_rate_bps: rate,
+                queue_pkts: q,
+                duration_s: dur,
                 per,
                 cca,
                 ..Default::default()

@@ -449,7 +449,7 @@ impl Bbr {
             return TCP_INIT_CWND;
         }
         let w = bw as u128 * self.min_rtt_us as u128;
-        (((w * gain as u128) >> BBR_SCALE) + BW_UNIT as u128 - 1).div_euclid(BW_UNIT as u128) as u32
+        ((w * gain as u128) >> BBR_SCALE).div_ceil(BW_UNIT as u128) as u32
     }
 
     /// Linux `bbr_quantization_budget`: room for 3 TSO bursts, even, +2 when probing.
@@ -978,7 +978,7 @@ pub(crate) mod tests {
 
     // --- a fixed-rate, fixed-RTT path ----------------------------------------------------
 
-    struct Pkt {
+    pub(crate) struct Pkt {
         tx: u64,
         ack_at: u64,
         stamp: TxStamp,
@@ -988,11 +988,11 @@ pub(crate) mod tests {
     /// One BBR flow alone on a bottleneck of `1/t_ns` packets per ns with round-trip
     /// propagation `prop_ns` (no loss, one ACK per packet): the sender side mirrors the
     /// simulator's (rate sampler, pacing, cwnd gate, PROBE_RTT app-limited write-back).
-    struct Path {
-        b: Bbr,
-        w: Window,
-        rate: RateSampler,
-        now: u64,
+    pub(crate) struct Path<C: CongestionControl> {
+        pub(crate) b: C,
+        pub(crate) w: Window,
+        pub(crate) rate: RateSampler,
+        pub(crate) now: u64,
         t_ns: u64,
         prop_ns: u64,
         last_depart: u64,
@@ -1002,8 +1002,8 @@ pub(crate) mod tests {
         min_rtt: Option<SimDuration>,
     }
 
-    impl Path {
-        fn new(b: Bbr, w: Window, t_ns: u64, prop_ns: u64) -> Path {
+    impl<C: CongestionControl> Path<C> {
+        pub(crate) fn new(b: C, w: Window, t_ns: u64, prop_ns: u64) -> Path<C> {
             Path {
                 b,
                 w,
@@ -1029,7 +1029,7 @@ pub(crate) mod tests {
         }
 
         /// Process the next event (a transmission or an ACK); ACKs first on ties.
-        fn step(&mut self) {
+        pub(crate) fn step(&mut self) {
             let ack_at = self.net.front().map_or(u64::MAX, |p| p.ack_at);
             let can_send = (self.net.len() as u32) < self.w.cwnd;
             let send_at = if can_send {
@@ -1098,7 +1098,7 @@ pub(crate) mod tests {
     type Log = Vec<(u64, Mode, u32, u32, u32, u32)>;
 
     /// 1000 packets/s, 100 ms base RTT (BDP = 100 packets), for `secs` seconds.
-    fn run_path(params: &[(&str, f64)], seed: u64, secs: u64) -> (Path, Log) {
+    fn run_path(params: &[(&str, f64)], seed: u64, secs: u64) -> (Path<Bbr>, Log) {
         let (b, w) = bbr_with(params, seed);
         let mut path = Path::new(b, w, 1_000_000, 99_000_000);
         let mut log = Vec::new();

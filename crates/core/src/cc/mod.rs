@@ -28,6 +28,7 @@ pub mod reno;
 
 // -- group D: bbr, bbr3
 pub mod bbr;
+pub mod bbr3;
 
 // -- group E: dctcp, ledbat
 
@@ -443,6 +444,7 @@ pub enum Cc {
 
     // -- group D
     Bbr(Box<bbr::Bbr>),
+    Bbr3(Box<bbr3::Bbr3>),
 
     // -- group E
 
@@ -465,6 +467,7 @@ macro_rules! dispatch {
 
             // -- group D
             Cc::Bbr($c) => $e,
+            Cc::Bbr3($c) => $e,
 
             // -- group E
 
@@ -542,6 +545,7 @@ pub fn catalogue() -> Vec<CcInfo> {
 
         // -- group D
         bbr::INFO,
+        bbr3::INFO,
         // -- group E
 
         // -- group F
@@ -582,6 +586,7 @@ pub fn build(
 
         // -- group D
         "bbr" => Cc::Bbr(Box::new(bbr::Bbr::new(&p, init, rng)?)),
+        "bbr3" => Cc::Bbr3(Box::new(bbr3::Bbr3::new(&p, init, rng)?)),
 
         // -- group E
 
