@@ -20,6 +20,12 @@
 //! policer) bandwidth estimator, the TSO quantization budget, the EDT correction of the
 //! in-flight estimate, and the kernel's fixed-point units (bandwidth in packets/µs << 24,
 //! gains << 8, time in µs and jiffies).
+//!
+//! Simulator mapping: Linux `tp->delivered_mstamp` is kept here (set when an ACK delivers
+//! data, or a flight starts from empty), `tp->app_limited` is `Window.app_limited` (written
+//! back by the sender, for PROBE_RTT), the EDT is `Window.next_departure`, and
+//! `sk_max_pacing_rate` is unlimited. The simulator sends single segments, so the TSO
+//! budget only shapes cwnd, as it does in the kernel's arithmetic.
 use super::{
     CaState, CcInfo, CongestionControl, CwndEvent, FlowInit, LossKind, ParamSpec, Params, Window,
 };
