@@ -40,6 +40,8 @@ pub mod veno;
 pub mod yeah;
 
 // -- group D: bbr, bbr3
+pub mod bbr;
+pub mod bbr3;
 
 // -- group E: dctcp, ledbat
 pub mod dctcp;
@@ -158,6 +160,12 @@ pub struct Window {
     /// both clocks are the simulation clock in ns.
     pub rcv_tsval: u64,
     pub rcv_tsecr: u64,
+    /// Linux `tp->app_limited`: non-zero while application-limited (the delivered count at
+    /// which that ends). A `cong_control` controller may set it (BBR PROBE_RTT); the
+    /// sender reads it back after the call.
+    pub app_limited: u64,
+    /// Earliest departure time of the next paced segment (Linux `tcp_wstamp_ns`).
+    pub next_departure: SimTime,
 }
 
 impl Window {
@@ -187,6 +195,8 @@ impl Window {
             pacing: false,
             rcv_tsval: 0,
             rcv_tsecr: 0,
+            app_limited: 0,
+            next_departure: SimTime::ZERO,
         }
     }
 
@@ -462,6 +472,8 @@ pub enum Cc {
     Compound(Box<compound::Compound>),
 
     // -- group D
+    Bbr(Box<bbr::Bbr>),
+    Bbr3(Box<bbr3::Bbr3>),
 
     // -- group E
     Dctcp(dctcp::Dctcp),
@@ -499,6 +511,8 @@ macro_rules! dispatch {
             Cc::Compound($c) => $e,
 
             // -- group D
+            Cc::Bbr($c) => $e,
+            Cc::Bbr3($c) => $e,
 
             // -- group E
             Cc::Dctcp($c) => $e,
@@ -588,7 +602,8 @@ pub fn catalogue() -> Vec<CcInfo> {
         fast::INFO,
         compound::INFO,
         // -- group D
-
+        bbr::INFO,
+        bbr3::INFO,
         // -- group E
         dctcp::INFO,
         ledbat::INFO,
@@ -642,6 +657,8 @@ pub fn build(
         "compound" => Cc::Compound(Box::new(compound::Compound::new(&p, init)?)),
 
         // -- group D
+        "bbr" => Cc::Bbr(Box::new(bbr::Bbr::new(&p, init, rng)?)),
+        "bbr3" => Cc::Bbr3(Box::new(bbr3::Bbr3::new(&p, init, rng)?)),
 
         // -- group E
         "dctcp" => Cc::Dctcp(dctcp::Dctcp::new(&p, init)?),

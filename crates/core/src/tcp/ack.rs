@@ -147,6 +147,9 @@ impl Sender {
         rs.is_ack_delayed = flag.ack_maybe_delayed;
         let min_rtt = self.min_rtt();
         self.rate.generate(now, delivered, lost, min_rtt, &mut rs);
+        if rs.prior_time.is_some() {
+            rs.lost = self.lost_total.saturating_sub(rs.prior_lost);
+        }
         self.cong_control(now, delivered, lost, &flag, &rs);
         if self.sb.is_empty() {
             self.xmit_timer = None;
@@ -175,6 +178,9 @@ impl Sender {
         self.sync_view(now);
         if self.cc.has_cong_control() {
             self.cc.cong_control(&mut self.w, rs);
+            // The controller may mark the connection application-limited (BBR PROBE_RTT
+            // writes Linux `tp->app_limited`).
+            self.rate.app_limited_until = self.w.app_limited;
             return;
         }
         if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) && !self.cfg.prr {

@@ -15,6 +15,10 @@ pub struct TxStamp {
     pub delivered_time: Option<SimTime>,
     pub first_tx_time: SimTime,
     pub app_limited: bool,
+    /// Packets in flight right after this transmission (Linux v3 `tx.in_flight`).
+    pub in_flight: u32,
+    /// Connection's lost count when sent (Linux v3 `tx.lost`).
+    pub lost: u64,
 }
 
 /// A delivery-rate sample for one ACK.
@@ -35,6 +39,12 @@ pub struct RateSample {
     /// RTT of the most recently (S)ACKed segment, if measurable.
     pub rtt: Option<SimDuration>,
     pub prior_in_flight: u32,
+    /// In flight when the sample's packet was sent (Linux BBRv3 `rs->tx_in_flight`).
+    pub tx_in_flight: u32,
+    /// Lost count when the sample's packet was sent, and packets marked lost since then
+    /// (Linux BBRv3 `rs->prior_lost`, `rs->lost`).
+    pub prior_lost: u64,
+    pub lost: u64,
     pub(crate) last_end_seq: u64,
     pub(crate) send_interval: SimDuration,
 }
@@ -80,6 +90,8 @@ impl RateSampler {
             delivered_time: Some(self.delivered_time),
             first_tx_time: self.first_tx_time,
             app_limited: self.app_limited_until != 0,
+            in_flight: 0,
+            lost: 0,
         }
     }
 
@@ -107,6 +119,8 @@ impl RateSampler {
             rs.is_app_limited = stamp.app_limited;
             rs.is_retrans = retrans;
             rs.last_end_seq = end_seq;
+            rs.tx_in_flight = stamp.in_flight;
+            rs.prior_lost = stamp.lost;
             self.first_tx_time = tx_time;
             rs.send_interval = tx_time.saturating_since(stamp.first_tx_time);
         }

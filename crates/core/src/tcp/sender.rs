@@ -262,6 +262,8 @@ impl Sender {
         w.delivered_ce = self.rate.delivered_ce;
         w.lost = self.lost_total;
         w.ca_state = self.ca_state;
+        w.app_limited = self.rate.app_limited_until;
+        w.next_departure = self.pace_next;
     }
 
     pub(crate) fn min_rtt(&self) -> Option<SimDuration> {
@@ -490,7 +492,9 @@ impl Sender {
         }
         let len = seg.len;
         self.data_sent_event(now);
-        let stamp = self.rate.on_send(now, self.sb.packets_out());
+        let mut stamp = self.rate.on_send(now, self.sb.packets_out());
+        stamp.in_flight = self.in_flight() + 1;
+        stamp.lost = self.lost_total;
         self.sb.on_retransmit(no, now, stamp);
         if self.retrans_stamp.is_none() {
             self.retrans_stamp = Some(now);
@@ -517,7 +521,9 @@ impl Sender {
             self.idle_restart(now);
         }
         self.data_sent_event(now);
-        let stamp = self.rate.on_send(now, prior_packets);
+        let mut stamp = self.rate.on_send(now, prior_packets);
+        stamp.in_flight = self.in_flight() + 1;
+        stamp.lost = self.lost_total;
         let seq = self.snd_nxt;
         self.sb.push_new(len, now, stamp);
         self.snd_nxt += len as u64;
