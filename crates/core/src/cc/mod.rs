@@ -346,7 +346,7 @@ pub struct CcInfo {
     pub feedback: &'static str,
     pub reference: &'static str,
     pub params: &'static [ParamSpec],
-    /// Built-in TCP option overrides (e.g. `newreno` = Reno without SACK).
+    /// Built-in TCP option overrides (e.g. ns-2 `sack` runs with SACK, `tahoe` without).
     pub sack: Option<bool>,
     /// Needs ECN with per-packet CE echo (DCTCP): the flow negotiates ECN, marks even
     /// retransmissions ECT, and its receiver mirrors CE on every ACK.
@@ -521,7 +521,7 @@ impl CongestionControl for Cc {
 pub fn catalogue() -> Vec<CcInfo> {
     vec![
         reno::INFO,
-        reno::NEWRENO_INFO,
+        crate::tcp::ns2::NEWRENO_INFO,
         cubic::INFO,
         // -- group A
 
@@ -536,6 +536,9 @@ pub fn catalogue() -> Vec<CcInfo> {
         // -- group F
 
         // -- group G
+        crate::tcp::ns2::TAHOE_INFO,
+        crate::tcp::ns2::SACK_INFO,
+        crate::tcp::ns2::FACK_INFO,
     ]
 }
 
@@ -561,7 +564,7 @@ pub fn build(
     };
     let p = Params::new(name, params, ci.params)?;
     Ok(match name {
-        "reno" | "newreno" => Cc::Reno(reno::Reno::new(&p, init, ci.name)?),
+        "reno" => Cc::Reno(reno::Reno::new(&p, init, ci.name)?),
         "cubic" => Cc::Cubic(Box::new(cubic::Cubic::new(&p, init)?)),
         // -- group A
 
@@ -576,6 +579,10 @@ pub fn build(
         // -- group F
 
         // -- group G
+        // ns-2 agents run on their own sender; `sim` routes them before calling `build`.
+        "tahoe" | "newreno" | "sack" | "fack" => {
+            return Err(crate::tcp::ns2::not_a_linux_module(name))
+        }
         _ => unreachable!("catalogue and build() disagree on {name}"),
     })
 }

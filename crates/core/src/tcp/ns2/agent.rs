@@ -885,7 +885,11 @@ mod tests {
         // SYN ACKed: cwnd 1 → 2 by opencwnd, then delay_growth sets windowInit_ = 2.
         assert_eq!(s.cwnd, 2.0);
         assert_eq!(s.ssthresh, 20, "ssthresh_ starts at window_");
-        assert_eq!(sent(&mut s), Vec::<i64>::new(), "already drained by the fixture");
+        assert_eq!(
+            sent(&mut s),
+            Vec::<i64>::new(),
+            "already drained by the fixture"
+        );
         assert_eq!((s.t_seqno, s.maxseq, s.highest_ack), (3, 2, 0));
     }
 

@@ -105,9 +105,7 @@ impl Ns2Sender {
         }
         self.reset_rtx_timer(true, false);
         self.fack.fastrecov = true;
-        self.fack
-            .scb
-            .mark_retran(self.last_ack + 1, self.t_seqno);
+        self.fack.scb.mark_retran(self.last_ack + 1, self.t_seqno);
         self.fack.retran_data += 1;
         self.output(self.last_ack + 1);
         self.stats.fast_recoveries += 1;
@@ -226,7 +224,10 @@ mod tests {
         // recover = t_seqno = 19, 9 retransmitted (retran_data 1).
         assert_eq!(ack(&mut s, t + 1, 8, &[(10, 13)]), vec![9]);
         assert!(s.fack.fastrecov);
-        assert_eq!((s.ssthresh, s.cwnd, s.recover, s.fack.retran_data), (5, 1.0, 19, 1));
+        assert_eq!(
+            (s.ssthresh, s.cwnd, s.recover, s.fack.retran_data),
+            (5, 1.0, 19, 1)
+        );
         // awnd = t_seqno − 1 − fack + retran_data = 19 − 1 − 12 + 1 = 7.
         assert_eq!(s.fack_awnd(), 7);
     }
@@ -239,7 +240,10 @@ mod tests {
         // ACK (SACK to 13): awnd 6, cwnd 2; (to 14): awnd 5, cwnd 3; (to 15): awnd 4,
         // cwnd 4; (to 16): awnd 3, cwnd 5 → sends while awnd < 5: 19, 20 (awnd 5).
         for (i, hi) in (14..=16).enumerate() {
-            assert!(ack(&mut s, t + 1 + i as u64, 8, &[(10, hi)]).is_empty(), "{hi}");
+            assert!(
+                ack(&mut s, t + 1 + i as u64, 8, &[(10, hi)]).is_empty(),
+                "{hi}"
+            );
         }
         assert_eq!((s.fack_awnd(), s.cwnd), (4, 4.0));
         assert_eq!(ack(&mut s, t + 4, 8, &[(10, 17)]), vec![19, 20]);

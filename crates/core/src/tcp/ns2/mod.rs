@@ -386,7 +386,10 @@ mod tests {
             app: AppConfig::Bulk,
         };
         let e = build(Ns2Kind::Sack1, 0, &given, &tcp, 0.5).err().unwrap();
-        assert!(e.0.starts_with("cca_params.rampdown: unknown parameter for sack"), "{e}");
+        assert!(
+            e.0.starts_with("cca_params.rampdown: unknown parameter for sack"),
+            "{e}"
+        );
         assert!(build(Ns2Kind::Fack, 0, &given, &tcp, 0.5).is_ok());
     }
 }

@@ -204,7 +204,10 @@ mod tests {
         assert_eq!(s.reno.dupwnd, 0);
         assert_eq!(s.last_cwnd_action, CwndAction::Exited);
         assert!((s.cwnd - 5.2).abs() < 1e-12);
-        assert!(got.is_empty(), "12 + 5 = 17 < t_seqno 21: nothing may leave");
+        assert!(
+            got.is_empty(),
+            "12 + 5 = 17 < t_seqno 21: nothing may leave"
+        );
         // Three dupACKs of 12: no fast retransmit below recover_ (bugFix_): wait for RTO.
         for i in 0..3 {
             ack(&mut s, t + 50 + i, 12, &[]);

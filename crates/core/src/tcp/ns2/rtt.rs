@@ -109,7 +109,8 @@ impl Ns2Rtt {
             self.t_rttvar = self.t_rtt << (T_RTTVAR_BITS - 1);
         }
         let shift = RTTVAR_EXP + (T_SRTT_BITS - T_RTTVAR_BITS);
-        self.t_rtxcur = (((self.t_rttvar << shift) + self.t_srtt) >> T_SRTT_BITS) as f64 * self.tick;
+        self.t_rtxcur =
+            (((self.t_rttvar << shift) + self.t_srtt) >> T_SRTT_BITS) as f64 * self.tick;
     }
 
     /// `rtt_backoff`: double the backoff (while below `maxrto_`), forget SRTT past 8.
@@ -125,7 +126,7 @@ impl Ns2Rtt {
 
     /// Smoothed RTT (s), if sampled.
     pub fn srtt(&self) -> Option<f64> {
-        (self.t_srtt != 0).then(|| (self.t_srtt >> T_SRTT_BITS) as f64 * self.tick)
+        (self.t_srtt != 0).then_some((self.t_srtt >> T_SRTT_BITS) as f64 * self.tick)
     }
 }
 

@@ -207,7 +207,10 @@ mod tests {
         // maxseq 20, highest_ack 8: pipe = 20 − 8 − 3 = 9 (the retransmission of 9 is not
         // counted); ssthresh = ⌊10/2⌋ = 5, cwnd = 5.
         assert!(s.sack1.fastrecov);
-        assert_eq!((s.sack1.pipe, s.cwnd, s.ssthresh, s.recover), (9, 5.0, 5, 20));
+        assert_eq!(
+            (s.sack1.pipe, s.cwnd, s.ssthresh, s.recover),
+            (9, 5.0, 5, 20)
+        );
     }
 
     #[test]

@@ -31,9 +31,7 @@ impl Ns2Sender {
     /// A fast retransmit may start: the ACK passed `recover_` (or `bugFix_` is off, or the
     /// very first data packet was lost).
     pub(crate) fn may_fast_retransmit(&self) -> bool {
-        self.highest_ack > self.recover
-            || !self.cfg.bug_fix
-            || (BUGFIX_SS && self.highest_ack == 0)
+        self.highest_ack > self.recover || !self.cfg.bug_fix || (BUGFIX_SS && self.highest_ack == 0)
     }
 
     /// `TcpAgent::dupack_action` (`tahoe_action`).

@@ -163,8 +163,7 @@ impl Ns2Sender {
                 self.vegas.incr = 0.0;
             }
             // Grow only if the window is actually being used.
-            if self.vegas.incr > 0.0 && (self.cwnd - (self.t_seqno - self.last_ack) as f64) <= 2.0
-            {
+            if self.vegas.incr > 0.0 && (self.cwnd - (self.t_seqno - self.last_ack) as f64) <= 2.0 {
                 self.cwnd += self.vegas.incr;
             }
             self.vegas_sample(a.seqno, oldack, current);
@@ -426,7 +425,10 @@ mod tests {
         }
         // win 8 > 3, first transmission: 8 − 8/4 = 6; cwnd = 6 + 3 dupACKs = 9.
         assert_eq!((s.vegas.newcwnd, s.cwnd), (6.0, 9.0));
-        assert_eq!(s.rtt.t_backoff, 2, "Vegas backs the RTO off on a fast retransmit");
+        assert_eq!(
+            s.rtt.t_backoff, 2,
+            "Vegas backs the RTO off on a fast retransmit"
+        );
         assert_eq!(s.recover, maxseq);
     }
 }
