@@ -89,27 +89,18 @@ impl RqScoreboard {
         if r <= l {
             return;
         }
-        let (mut ml, mut mr) = (l, r);
-        let mut out = Vec::with_capacity(self.blocks.len() + 1);
-        let mut placed = false;
-        for &(bl, br) in &self.blocks {
-            if br < ml {
-                out.push((bl, br));
-            } else if bl > mr {
-                if !placed {
-                    out.push((ml, mr));
-                    placed = true;
-                }
-                out.push((bl, br));
-            } else {
-                ml = ml.min(bl);
-                mr = mr.max(br);
-            }
-        }
-        if !placed {
-            out.push((ml, mr));
-        }
-        self.blocks = out;
+        // Blocks [i0, i1) overlap or touch [l, r].
+        let i0 = self.blocks.partition_point(|b| b.1 < l);
+        let i1 = i0 + self.blocks[i0..].partition_point(|b| b.0 <= r);
+        let (ml, mr) = if i0 == i1 {
+            self.blocks.insert(i0, (l, r));
+            (l, r)
+        } else {
+            let merged = (l.min(self.blocks[i0].0), r.max(self.blocks[i1 - 1].1));
+            self.blocks[i0] = merged;
+            self.blocks.drain(i0 + 1..i1);
+            merged
+        };
         self.total = self.blocks.iter().map(|b| b.1 - b.0).sum();
         // The queue's rcv_nxt is sack_min: a block reaching it moves it (never happens
         // with a correct receiver, whose blocks start above the cumulative ACK).
@@ -164,35 +155,39 @@ impl RqScoreboard {
     }
 }
 
-/// One packet of the FACK scoreboard.
-#[derive(Copy, Clone, Debug, Default)]
-struct Entry {
-    sacked: bool,
-    retran: bool,
-    /// `snd_nxt` when the packet was retransmitted.
-    snd_nxt: i64,
-}
-
-/// FACK's scoreboard: packets `first ..` up to the highest SACKed one.
+/// FACK's scoreboard: packets `first .. end` (from the cumulative ACK up to the highest
+/// SACK), kept as the SACKed ranges plus the retransmitted packets with their `snd_nxt`, so
+/// an ACK costs O(blocks + retransmissions), not O(window).
 #[derive(Clone, Debug, Default)]
 pub struct FackScoreboard {
     first: i64,
-    entries: std::collections::VecDeque<Entry>,
+    end: i64,
+    /// SACKed ranges `[l, r)` within `first .. end`, sorted, disjoint.
+    sacked: Vec<(i64, i64)>,
+    /// Retransmitted, not yet (S)ACKed packets and `snd_nxt` when each was sent.
+    retran: std::collections::BTreeMap<i64, i64>,
 }
 
 impl FackScoreboard {
     /// `ClearScoreBoard`.
     pub fn clear(&mut self) {
-        self.entries.clear();
+        self.end = self.first;
+        self.sacked.clear();
+        self.retran.clear();
     }
 
     /// Number of packets tracked (`length_`).
     pub fn len(&self) -> usize {
-        self.entries.len()
+        (self.end - self.first) as usize
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.end == self.first
+    }
+
+    fn is_sacked(&self, seq: i64) -> Option<i64> {
+        let i = self.sacked.partition_point(|b| b.1 <= seq);
+        self.sacked.get(i).filter(|b| b.0 <= seq).map(|b| b.1)
     }
 
     /// `UpdateScoreBoard`: drop packets up to `last_ack`, create entries up to the highest
@@ -200,33 +195,42 @@ impl FackScoreboard {
     /// (cumulatively ACKed or SACKed), which the caller subtracts from `retran_data`.
     pub fn update(&mut self, last_ack: i64, sacks: &[(i64, i64)]) -> i64 {
         let mut retran_decr = 0;
-        while !self.entries.is_empty() && self.first <= last_ack {
-            let e = self.entries.pop_front().expect("non-empty");
-            self.first += 1;
-            if e.retran {
-                retran_decr += 1;
-            }
+        if !self.is_empty() && self.first <= last_ack {
+            self.first = (last_ack + 1).min(self.end);
+            let keep = self.retran.split_off(&self.first);
+            retran_decr += self.retran.len() as i64;
+            self.retran = keep;
+            let first = self.first;
+            self.sacked.retain_mut(|b| {
+                b.0 = b.0.max(first);
+                b.1 > b.0
+            });
         }
-        if self.entries.is_empty() && !sacks.is_empty() {
+        if self.is_empty() && !sacks.is_empty() {
             self.first = last_ack + 1;
-            self.entries.push_back(Entry::default());
+            self.end = self.first + 1;
+            self.sacked.clear();
+            self.retran.clear();
         }
         for &(l, r) in sacks {
-            let last = self.first + self.entries.len() as i64 - 1;
-            for _ in last + 1..r {
-                self.entries.push_back(Entry::default());
+            self.end = self.end.max(r);
+            let l = l.max(self.first);
+            if r <= l {
+                continue;
             }
-            let hi = (r - self.first).clamp(0, self.entries.len() as i64) as usize;
-            for i in 0..hi {
-                let seq = self.first + i as i64;
-                let e = &mut self.entries[i];
-                if seq >= l && seq < r {
-                    e.sacked = true;
-                    if e.retran {
-                        e.retran = false;
-                        retran_decr += 1;
-                    }
-                }
+            let covered: Vec<i64> = self.retran.range(l..r).map(|(&k, _)| k).collect();
+            for k in covered {
+                self.retran.remove(&k);
+                retran_decr += 1;
+            }
+            let i0 = self.sacked.partition_point(|b| b.1 < l);
+            let i1 = i0 + self.sacked[i0..].partition_point(|b| b.0 <= r);
+            if i0 == i1 {
+                self.sacked.insert(i0, (l, r));
+            } else {
+                let merged = (l.min(self.sacked[i0].0), r.max(self.sacked[i1 - 1].1));
+                self.sacked[i0] = merged;
+                self.sacked.drain(i0 + 1..i1);
             }
         }
         retran_decr
@@ -238,33 +242,35 @@ impl FackScoreboard {
     pub fn check_snd_nxt(&mut self, sacks: &[(i64, i64)]) -> bool {
         let mut force_timeout = false;
         for &(_, r) in sacks {
-            let hi = (r - self.first).clamp(0, self.entries.len() as i64) as usize;
-            for e in self.entries.iter_mut().take(hi) {
-                if e.retran && e.snd_nxt < r {
-                    e.retran = false;
-                    e.snd_nxt = 0;
-                    force_timeout = true;
-                }
-            }
+            let hi = r.min(self.end);
+            self.retran.retain(|&seq, &mut snd_nxt| {
+                let lost = seq < hi && snd_nxt < r;
+                force_timeout |= lost;
+                !lost
+            });
         }
         force_timeout
     }
 
     /// `GetNextRetran`: the first packet neither SACKed nor retransmitted, or −1.
     pub fn next_retran(&self) -> i64 {
-        self.entries
-            .iter()
-            .position(|e| !e.sacked && !e.retran)
-            .map_or(-1, |i| self.first + i as i64)
+        let mut seq = self.first;
+        while seq < self.end {
+            if let Some(end) = self.is_sacked(seq) {
+                seq = end;
+            } else if self.retran.contains_key(&seq) {
+                seq += 1;
+            } else {
+                return seq;
+            }
+        }
+        -1
     }
 
     /// `MarkRetran(seq, snd_nxt)`.
     pub fn mark_retran(&mut self, seq: i64, snd_nxt: i64) {
-        let i = seq - self.first;
-        if i >= 0 && (i as usize) < self.entries.len() {
-            let e = &mut self.entries[i as usize];
-            e.retran = true;
-            e.snd_nxt = snd_nxt;
+        if seq >= self.first && seq < self.end {
+            self.retran.insert(seq, snd_nxt);
         }
     }
 }

@@ -49,6 +49,7 @@ impl Ns2Sender {
 
 #[cfg(test)]
 mod tests {
+    use crate::tcp::ns2::agent::how;
     use crate::tcp::ns2::agent::testutil::*;
     use crate::tcp::ns2::Ns2Kind;
 
@@ -83,6 +84,15 @@ mod tests {
             ack(&mut s, t + i, ha, &[]);
         }
         assert_eq!((s.cwnd, s.ssthresh), (1.0, 4));
+    }
+
+    #[test]
+    fn small_window_halving_is_floored_at_two_packets() {
+        // cwnd 3: ⌊3/2⌋ = 1 < 2 → ssthresh 2, cwnd 1.
+        let mut s = established(Ns2Kind::Tahoe, 100, &[]);
+        s.cwnd = 3.0;
+        s.slowdown(how::SSTHRESH_HALF | how::CWND_ONE);
+        assert_eq!((s.cwnd, s.ssthresh), (1.0, 2));
     }
 
     #[test]
