@@ -19,6 +19,14 @@
 //! Which flows run here: `tahoe`, `newreno`, `sack`, `fack` always; `reno` and `vegas` when the
 //! flow's `tcp.stack` is `ns2` (`agent_for`). Everything else uses the Linux sender.
 //!
+//! The agents read from the scenario's `tcp` table only: `mss_bytes` (`packetSize_`),
+//! `initial_window_pkts` (`windowInit_`), `rwnd_bytes` / MSS (`window_`, kept at the sender
+//! as in ns-2), `timestamps` (`timestamps_`) and, for the receiver, `delayed_ack`. The
+//! ns-2 defaults (`ns-default.tcl`) are therefore for the scenario layer to apply: MSS
+//! 1000, no timestamps (40-byte headers), `windowInit_` 2, `window_` 20 packets, no delayed
+//! ACK. SACK at the receiver follows the agent (on for sack/fack only), D-SACK and ECN are
+//! off, and the RTO settings are the agent's own (`tick_ns`, `min_rto_ns`, …).
+//!
 //! Layout: `agent` (the `TcpAgent` base: output, windows, slow-down, timers, handshake glue),
 //! `rtt` (the RTO estimator), one module per variant (`tahoe`, `reno` with NewReno, `sack1`,
 //! `fack`, `vegas`), `scoreboard` (the two SACK scoreboards) and `sink` (ACK rewriting so the
