@@ -92,7 +92,7 @@ pub fn summarize(sim: &Simulation) -> RunResult {
         .iter()
         .enumerate()
         .map(|(i, f)| {
-            let st = &f.sender.stats;
+            let st = f.sender.stats();
             let rx = &f.receiver.stats;
             let completion = f.receiver.completion.map(|t| t.ns() - f.start.ns());
             let active = completion.unwrap_or(end - f.start.ns()).max(1);
@@ -129,7 +129,7 @@ pub fn summarize(sim: &Simulation) -> RunResult {
                 final_ssthresh_bytes: f
                     .sender
                     .ssthresh_bytes()
-                    .min(u32::MAX as u64 * f.sender.cfg.mss as u64),
+                    .min(u32::MAX as u64 * f.sender.mss() as u64),
                 dup_bytes_received: rx.dup_bytes,
                 acks_sent: rx.acks_sent,
             }

@@ -73,13 +73,13 @@ impl SeriesRecorder {
             let s = &mut self.flows[i];
             let p = &mut self.prev[i];
             let delivered = f.receiver.stats.bytes_delivered;
-            let sent = f.sender.stats.bytes_sent;
-            let retrans = f.sender.stats.retrans_segs;
+            let sent = f.sender.stats().bytes_sent;
+            let retrans = f.sender.stats().retrans_segs;
             s.goodput_bps
                 .push((delivered - p.delivered) as f64 * 8.0 / secs);
             s.throughput_bps.push((sent - p.sent) as f64 * 8.0 / secs);
             s.retransmits.push(retrans - p.retrans);
-            let st = &mut f.sender.stats;
+            let st = f.sender.stats_mut();
             s.rtt_mean_ns
                 .push((st.iv_rtt_n > 0).then(|| st.iv_rtt_sum_ns as f64 / st.iv_rtt_n as f64));
             st.iv_rtt_n = 0;

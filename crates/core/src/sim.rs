@@ -9,8 +9,9 @@ use crate::net::packet::{flags as pflags, Packet, PacketPool};
 use crate::net::topology::Topology;
 use crate::rng::SimRng;
 use crate::series::SeriesRecorder;
+use crate::tcp::ns2::{self, Ns2Sender};
 use crate::tcp::receiver::{EcnEcho, Receiver, ReceiverConfig};
-use crate::tcp::sender::{Sender, SenderConfig};
+use crate::tcp::sender::{Sender, SenderConfig, SenderStats};
 use crate::time::{SimDuration, SimTime};
 
 const SENDER_SLOTS: [TimerSlot; 3] = [
@@ -29,13 +30,133 @@ fn slot_index(slot: TimerSlot) -> usize {
     }
 }
 
+/// The data sender of a flow: the Linux-like sender, or one of ns-2's agents (selected by
+/// (cca, stack), see `tcp::ns2::agent_for`). Enum dispatch: the Linux path stays inline.
+pub enum FlowSender {
+    Linux(Sender),
+    Ns2(Ns2Sender),
+}
+
+impl FlowSender {
+    #[inline]
+    pub fn start(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        match self {
+            FlowSender::Linux(s) => s.start(now, out),
+            FlowSender::Ns2(s) => s.start(now, out),
+        }
+    }
+
+    #[inline]
+    pub fn on_packet(&mut self, now: SimTime, p: &Packet, out: &mut Vec<Packet>) {
+        match self {
+            FlowSender::Linux(s) => s.on_packet(now, p, out),
+            FlowSender::Ns2(s) => s.on_packet(now, p, out),
+        }
+    }
+
+    #[inline]
+    pub fn on_timer(&mut self, now: SimTime, slot: TimerSlot, out: &mut Vec<Packet>) {
+        match self {
+            FlowSender::Linux(s) => s.on_timer(now, slot, out),
+            FlowSender::Ns2(s) => s.on_timer(now, slot, out),
+        }
+    }
+
+    #[inline]
+    pub fn timer_deadline(&self, slot: TimerSlot) -> Option<SimTime> {
+        match self {
+            FlowSender::Linux(s) => s.timer_deadline(slot),
+            FlowSender::Ns2(s) => s.timer_deadline(slot),
+        }
+    }
+
+    /// Counters of the sender.
+    pub fn stats(&self) -> &SenderStats {
+        match self {
+            FlowSender::Linux(s) => &s.stats,
+            FlowSender::Ns2(s) => &s.stats,
+        }
+    }
+
+    pub fn stats_mut(&mut self) -> &mut SenderStats {
+        match self {
+            FlowSender::Linux(s) => &mut s.stats,
+            FlowSender::Ns2(s) => &mut s.stats,
+        }
+    }
+
+    pub fn cwnd_bytes(&self) -> u64 {
+        match self {
+            FlowSender::Linux(s) => s.cwnd_bytes(),
+            FlowSender::Ns2(s) => s.cwnd_bytes(),
+        }
+    }
+
+    pub fn ssthresh_bytes(&self) -> u64 {
+        match self {
+            FlowSender::Linux(s) => s.ssthresh_bytes(),
+            FlowSender::Ns2(s) => s.ssthresh_bytes(),
+        }
+    }
+
+    /// Payload bytes per full segment.
+    pub fn mss(&self) -> u32 {
+        match self {
+            FlowSender::Linux(s) => s.cfg.mss,
+            FlowSender::Ns2(s) => s.mss(),
+        }
+    }
+
+    /// First unacknowledged byte.
+    pub fn snd_una(&self) -> u64 {
+        match self {
+            FlowSender::Linux(s) => s.snd_una,
+            FlowSender::Ns2(s) => s.snd_una(),
+        }
+    }
+
+    /// One past the highest byte sent.
+    pub fn snd_nxt(&self) -> u64 {
+        match self {
+            FlowSender::Linux(s) => s.snd_nxt,
+            FlowSender::Ns2(s) => s.snd_nxt(),
+        }
+    }
+
+    /// All of the application's data has been acknowledged.
+    pub fn finished(&self) -> bool {
+        match self {
+            FlowSender::Linux(s) => s.finished(),
+            FlowSender::Ns2(s) => s.finished(),
+        }
+    }
+
+    /// The Linux sender, if this flow runs one.
+    pub fn linux(&self) -> Option<&Sender> {
+        match self {
+            FlowSender::Linux(s) => Some(s),
+            FlowSender::Ns2(_) => None,
+        }
+    }
+
+    /// The ns-2 agent, if this flow runs one.
+    pub fn ns2(&self) -> Option<&Ns2Sender> {
+        match self {
+            FlowSender::Linux(_) => None,
+            FlowSender::Ns2(s) => Some(s),
+        }
+    }
+}
+
 /// One TCP flow: both endpoints and the earliest pending heap event per timer slot.
 pub struct Flow {
     pub cca: String,
     pub start: SimTime,
     pub app: AppConfig,
-    pub sender: Sender,
+    pub sender: FlowSender,
     pub receiver: Receiver,
+    /// ACKs are rewritten to ns-2 `TCPSink` sizes (`tcp::ns2::sink`).
+    ns2_sink: bool,
     scheduled: [[Option<SimTime>; 4]; 2],
 }
 
@@ -67,6 +188,15 @@ impl Simulation {
         let topo = Topology::dumbbell(&cfg);
         let mut flows = Vec::with_capacity(cfg.flows.len());
         for (i, f) in cfg.flows.iter().enumerate() {
+            let rwnd = if f.tcp.window_scaling {
+                f.tcp.rwnd_bytes
+            } else {
+                f.tcp.rwnd_bytes.min(65_535)
+            };
+            if let Some(kind) = ns2::agent_for(&f.cca, f.tcp.stack) {
+                flows.push(Self::ns2_flow(&cfg, i, f, kind, rwnd)?);
+                continue;
+            }
             let info = cc::info(&f.cca);
             let sack = info.and_then(|ci| ci.sack).unwrap_or(f.tcp.sack);
             let cc_needs_ecn = info.is_some_and(|ci| ci.ecn);
@@ -95,11 +225,6 @@ impl Simulation {
                 prr: f.tcp.prr,
                 fack: f.tcp.fack && sack,
             };
-            let rwnd = if f.tcp.window_scaling {
-                f.tcp.rwnd_bytes
-            } else {
-                f.tcp.rwnd_bytes.min(65_535)
-            };
             let rcfg = ReceiverConfig {
                 mss: f.tcp.mss_bytes,
                 sack,
@@ -126,8 +251,9 @@ impl Simulation {
                 cca: f.cca.clone(),
                 start: SimTime(f.start_ns),
                 app: f.app,
-                sender,
+                sender: FlowSender::Linux(sender),
                 receiver,
+                ns2_sink: false,
                 scheduled: [[None; 4]; 2],
             });
         }
@@ -152,6 +278,48 @@ impl Simulation {
             series,
             counters: PacketCounters::default(),
             finished: false,
+        })
+    }
+
+    /// A flow running an ns-2 agent, with a receiver that behaves as ns-2's `TCPSink`
+    /// (`TCPSink/Sack1` for sack/fack): every packet ACKed at once (unless the scenario
+    /// asks for delayed ACKs), SACK only for the SACK agents, no D-SACK, the sender's
+    /// timestamp always echoed (ns-2 sinks do), ECN off.
+    fn ns2_flow(
+        cfg: &ScenarioConfig,
+        i: usize,
+        f: &crate::config::FlowConfig,
+        kind: ns2::Ns2Kind,
+        rwnd: u64,
+    ) -> Result<Flow, ConfigError> {
+        let mut rng = SimRng::substream(cfg.seed, &format!("flow/{i}/ns2"));
+        let tcp = ns2::FlowTcp {
+            mss: f.tcp.mss_bytes,
+            initial_window: f.tcp.initial_window_pkts,
+            rwnd_bytes: rwnd,
+            timestamps: f.tcp.timestamps,
+            app: f.app,
+        };
+        let agent = ns2::build(kind, i as u32, &f.cca_params, &tcp, rng.next_f64())
+            .map_err(|e| ConfigError(format!("flows[{i}].{}", e.0)))?;
+        let rcfg = ReceiverConfig {
+            mss: f.tcp.mss_bytes,
+            sack: kind.uses_sack(),
+            dsack: false,
+            timestamps: true,
+            delayed_ack: f.tcp.delayed_ack,
+            rwnd_bytes: rwnd,
+            app: f.app,
+            ecn: EcnEcho::Off,
+        };
+        Ok(Flow {
+            cca: f.cca.clone(),
+            start: SimTime(f.start_ns),
+            app: f.app,
+            sender: FlowSender::Ns2(agent),
+            receiver: Receiver::new(i as u32, rcfg),
+            ns2_sink: true,
+            scheduled: [[None; 4]; 2],
         })
     }
 
@@ -226,6 +394,9 @@ impl Simulation {
             Side::Receiver => Topology::ack_route(flow),
         };
         let mut out = std::mem::take(&mut self.out);
+        if side == Side::Receiver && self.flows[flow as usize].ns2_sink {
+            out.iter_mut().for_each(ns2::sink::rewrite);
+        }
         for mut p in out.drain(..) {
             p.route = route;
             p.hop = 0;

@@ -144,15 +144,15 @@ fn bytes_and_packets_are_conserved_under_heavy_loss() {
             "in-order delivery, each byte once"
         );
         assert!(
-            f.sender.snd_una <= rx.rcv_nxt,
+            f.sender.snd_una() <= rx.rcv_nxt,
             "the sender never sees more ACKed than received"
         );
         assert!(
-            rx.rcv_nxt <= f.sender.snd_nxt,
+            rx.rcv_nxt <= f.sender.snd_nxt(),
             "delivered ≤ distinct bytes sent"
         );
-        assert!(rx.stats.bytes_delivered <= f.sender.stats.bytes_sent);
-        f.sender.sb.check_invariants();
+        assert!(rx.stats.bytes_delivered <= f.sender.stats().bytes_sent);
+        f.sender.linux().expect("linux flow").sb.check_invariants();
     }
     let drops: u64 = sim
         .topo

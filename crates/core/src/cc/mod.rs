@@ -372,7 +372,7 @@ pub struct CcInfo {
     pub feedback: &'static str,
     pub reference: &'static str,
     pub params: &'static [ParamSpec],
-    /// Built-in TCP option overrides (e.g. `newreno` = Reno without SACK).
+    /// Built-in TCP option overrides (e.g. ns-2 `sack` runs with SACK, `tahoe` without).
     pub sack: Option<bool>,
     /// Needs ECN with per-packet CE echo (DCTCP): the flow negotiates ECN, marks even
     /// retransmissions ECT, and its receiver mirrors CE on every ACK.
@@ -583,7 +583,7 @@ impl CongestionControl for Cc {
 pub fn catalogue() -> Vec<CcInfo> {
     vec![
         reno::INFO,
-        reno::NEWRENO_INFO,
+        crate::tcp::ns2::NEWRENO_INFO,
         cubic::INFO,
         // -- group A
         bic::INFO,
@@ -610,6 +610,9 @@ pub fn catalogue() -> Vec<CcInfo> {
         // -- group F
         wave::INFO,
         // -- group G
+        crate::tcp::ns2::TAHOE_INFO,
+        crate::tcp::ns2::SACK_INFO,
+        crate::tcp::ns2::FACK_INFO,
     ]
 }
 
@@ -635,7 +638,7 @@ pub fn build(
     };
     let p = Params::new(name, params, ci.params)?;
     Ok(match name {
-        "reno" | "newreno" => Cc::Reno(reno::Reno::new(&p, init, ci.name)?),
+        "reno" => Cc::Reno(reno::Reno::new(&p, init, ci.name)?),
         "cubic" => Cc::Cubic(Box::new(cubic::Cubic::new(&p, init)?)),
         // -- group A
         "bic" => Cc::Bic(Box::new(bic::Bic::new(&p, init)?)),
@@ -668,6 +671,10 @@ pub fn build(
         "wave" => Cc::Wave(Box::new(wave::Wave::new(&p, init)?)),
 
         // -- group G
+        // ns-2 agents run on their own sender; `sim` routes them before calling `build`.
+        "tahoe" | "newreno" | "sack" | "fack" => {
+            return Err(crate::tcp::ns2::not_a_linux_module(name))
+        }
         _ => unreachable!("catalogue and build() disagree on {name}"),
     })
 }

@@ -1,9 +1,10 @@
 //! Linux Reno (`tcp_cong.c`: `tcp_reno_cong_avoid`, `tcp_reno_ssthresh`,
 //! `tcp_reno_undo_cwnd`), RFC 5681 in packets.
 //!
-//! `newreno` is the same controller on a connection without SACK, where Linux recovers
-//! with NewReno partial-ACK semantics (RFC 6582): one more segment is marked lost per
-//! partial ACK.
+//! On a connection without SACK (`tcp.sack = false`) Linux recovers with NewReno
+//! partial-ACK semantics (RFC 6582): one more segment is marked lost per partial ACK. The
+//! catalogue's `newreno` is ns-2's agent (`tcp::ns2`); `reno` with `tcp.stack = "ns2"` is
+//! ns-2's Reno.
 use super::{CcInfo, CongestionControl, FlowInit, LossKind, Params, Window};
 use crate::config::ConfigError;
 
@@ -14,16 +15,6 @@ pub const INFO: CcInfo = CcInfo {
     reference: "RFC 5681; Linux net/ipv4/tcp_cong.c",
     params: &[],
     sack: None,
-    ecn: false,
-};
-
-pub const NEWRENO_INFO: CcInfo = CcInfo {
-    name: "newreno",
-    summary: "Reno without SACK: NewReno partial-ACK recovery (RFC 6582), as Linux does it",
-    feedback: "loss",
-    reference: "RFC 6582; Linux tcp_input.c (non-SACK path)",
-    params: &[],
-    sack: Some(false),
     ecn: false,
 };
 

@@ -2,6 +2,7 @@
 //! given `now` and appends packets to an output buffer) and a receiver.
 pub mod ack;
 pub mod ca_state;
+pub mod ns2;
 pub mod rate;
 pub mod receiver;
 pub mod rtt;

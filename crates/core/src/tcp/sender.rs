@@ -429,13 +429,13 @@ impl Sender {
 
     /// Account a transmission for pacing (Linux `tcp_update_skb_after_send`; the first 10
     /// segments are not paced).
-    fn pace_after_send(&mut self, now: SimTime, wire_bytes: u32) {
+    fn pace_after_send(&mut self, now: SimTime, payload_bytes: u32) {
         if self.data_segs_out < 10 {
             return;
         }
         if let Some(rate) = self.pacing_rate_bytes() {
             if rate > 0 {
-                let len = serialization_time(wire_bytes as u64, rate.saturating_mul(8));
+                let len = serialization_time(payload_bytes as u64, rate.saturating_mul(8));
                 let base = if self.pace_next > now {
                     self.pace_next
                 } else {
@@ -458,7 +458,8 @@ impl Sender {
     /// Emit one segment (new or retransmitted) and do the per-send bookkeeping.
     fn emit(&mut self, now: SimTime, seq: u64, len: u32, retrans: bool, out: &mut Vec<Packet>) {
         let p = self.data_packet(now, seq, len, retrans);
-        self.pace_after_send(now, p.wire_bytes);
+        // Linux tcp_update_skb_after_send paces by skb->len: the payload, not the wire size.
+        self.pace_after_send(now, p.len);
         self.stats.segments_sent += 1;
         self.stats.bytes_sent += len as u64;
         self.data_segs_out += 1;
