@@ -1,9 +1,11 @@
 //! The run-level API: scenario JSON in, result JSON out (see `docs/interface.md`).
 //! Used by the Python binding and the `tcplab-sim` binary. Never panics on input: invalid
 //! scenarios are errors, and an internal panic is caught and reported as an error.
+use crate::app::udp::{UdpSink, UdpSource};
 use crate::cc::{self, CongestionControl};
 use crate::config::{AppConfig, ConfigError, ScenarioConfig};
 use crate::series::FlowSeries;
+use crate::session::{Relay, Session, SessionKind};
 use crate::sim::Simulation;
 use serde::Serialize;
 
@@ -42,6 +44,44 @@ pub struct FlowResult {
     pub final_ssthresh_bytes: u64,
     pub dup_bytes_received: u64,
     pub acks_sent: u64,
+    /// "tcp" or "cbr".
+    pub kind: &'static str,
+    /// Connections of a flow split by PEPs, from the server side.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub legs: Vec<LegResult>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pep_buffer: Vec<PepBufferResult>,
+    /// CBR flows only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub packets_sent: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub packets_received: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loss_ratio: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owd: Option<RttResult>,
+}
+
+/// One connection of a flow split by PEPs.
+#[derive(Debug, Clone, Serialize)]
+pub struct LegResult {
+    pub from: String,
+    pub to: String,
+    pub cca: String,
+    pub bytes_delivered: u64,
+    pub goodput_bps: f64,
+    pub retransmits: u64,
+    pub rto_count: u64,
+    pub rtt: RttResult,
+}
+
+/// Occupancy of a PEP's relay buffer for one flow.
+#[derive(Debug, Clone, Serialize)]
+pub struct PepBufferResult {
+    pub node: String,
+    pub mean_bytes: f64,
+    pub max_bytes: u64,
+    pub limit_bytes: u64,
 }
 
 /// Summary of one link direction.
@@ -84,58 +124,172 @@ pub struct RunResult {
     pub series: SeriesResult,
 }
 
+fn rtt_result(h: &crate::stats::LogHistogram) -> RttResult {
+    RttResult {
+        count: h.count(),
+        mean_ns: h.mean(),
+        min_ns: h.min(),
+        p50_ns: h.quantile(0.5),
+        p95_ns: h.quantile(0.95),
+        max_ns: h.max(),
+    }
+}
+
+fn app_name(app: AppConfig) -> &'static str {
+    match app {
+        AppConfig::Bulk => "bulk",
+        AppConfig::File { .. } => "file",
+        AppConfig::Cbr { .. } => "cbr",
+    }
+}
+
+/// Result of a TCP flow (one connection, or a chain of them through PEPs).
+fn tcp_flow(
+    sim: &Simulation,
+    i: usize,
+    sess: &Session,
+    ids: &[u32],
+    relays: &[Relay],
+) -> FlowResult {
+    let end = sim.end.ns();
+    let first = &sim.flows[ids[0] as usize];
+    let last = &sim.flows[*ids.last().expect("a TCP flow has a connection") as usize];
+    let st = first.sender.stats();
+    let rx = &last.receiver.stats;
+    let start = sess.start.ns();
+    let completion = last.receiver.completion.map(|t| t.ns() - start);
+    let active = completion.unwrap_or(end - start).max(1);
+    let names: Vec<String> = std::iter::once("server".to_string())
+        .chain(relays.iter().map(|r| r.name.clone()))
+        .chain(std::iter::once("client".to_string()))
+        .collect();
+    let legs = if ids.len() > 1 {
+        ids.iter()
+            .enumerate()
+            .map(|(l, &c)| {
+                let f = &sim.flows[c as usize];
+                let done = f.receiver.completion.map(|t| t.ns() - start);
+                let span = done.unwrap_or(end - start).max(1);
+                LegResult {
+                    from: names[l].clone(),
+                    to: names[l + 1].clone(),
+                    cca: f.cca.clone(),
+                    bytes_delivered: f.receiver.stats.bytes_delivered,
+                    goodput_bps: f.receiver.stats.bytes_delivered as f64 * 8e9 / span as f64,
+                    retransmits: f.sender.stats().retrans_segs,
+                    rto_count: f.sender.stats().rto_count,
+                    rtt: rtt_result(&f.sender.stats().rtt),
+                }
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let pep_buffer = relays
+        .iter()
+        .map(|r| PepBufferResult {
+            node: r.name.clone(),
+            mean_bytes: r.occupancy.area as f64 / (end - start).max(1) as f64,
+            max_bytes: r.occupancy.max,
+            limit_bytes: r.limit_bytes,
+        })
+        .collect();
+    FlowResult {
+        id: i as u32,
+        cca: sess.cca.clone(),
+        start_ns: start,
+        app: app_name(sess.app),
+        bytes_delivered: rx.bytes_delivered,
+        bytes_sent: st.bytes_sent,
+        segments_sent: st.segments_sent,
+        retransmits: st.retrans_segs,
+        goodput_bps: rx.bytes_delivered as f64 * 8e9 / active as f64,
+        throughput_bps: st.bytes_sent as f64 * 8e9 / active as f64,
+        active_ns: active,
+        completion_ns: completion,
+        rtt: rtt_result(&st.rtt),
+        rto_count: st.rto_count,
+        fast_recoveries: st.fast_recoveries,
+        spurious_undos: st.undos,
+        tlp_probes: st.tlp_probes,
+        final_cwnd_bytes: first.sender.cwnd_bytes(),
+        final_ssthresh_bytes: first
+            .sender
+            .ssthresh_bytes()
+            .min(u32::MAX as u64 * first.sender.mss() as u64),
+        dup_bytes_received: rx.dup_bytes,
+        acks_sent: rx.acks_sent,
+        kind: "tcp",
+        legs,
+        pep_buffer,
+        packets_sent: None,
+        packets_received: None,
+        loss_ratio: None,
+        owd: None,
+    }
+}
+
+/// Result of a CBR flow.
+fn cbr_flow(
+    sim: &Simulation,
+    i: usize,
+    sess: &Session,
+    source: &UdpSource,
+    sink: &UdpSink,
+) -> FlowResult {
+    let start = sess.start.ns();
+    let active = (sim.end.ns() - start).max(1);
+    let sent = source.packets_sent * source.packet_bytes() as u64;
+    FlowResult {
+        id: i as u32,
+        cca: sess.cca.clone(),
+        start_ns: start,
+        app: "cbr",
+        bytes_delivered: sink.bytes_received,
+        bytes_sent: sent,
+        segments_sent: source.packets_sent,
+        retransmits: 0,
+        goodput_bps: sink.bytes_received as f64 * 8e9 / active as f64,
+        throughput_bps: sent as f64 * 8e9 / active as f64,
+        active_ns: active,
+        completion_ns: None,
+        rtt: rtt_result(&crate::stats::LogHistogram::default()),
+        rto_count: 0,
+        fast_recoveries: 0,
+        spurious_undos: 0,
+        tlp_probes: 0,
+        final_cwnd_bytes: 0,
+        final_ssthresh_bytes: 0,
+        dup_bytes_received: 0,
+        acks_sent: 0,
+        kind: "cbr",
+        legs: Vec::new(),
+        pep_buffer: Vec::new(),
+        packets_sent: Some(source.packets_sent),
+        packets_received: Some(sink.packets_received),
+        loss_ratio: Some(sink.loss_ratio()),
+        owd: Some(rtt_result(&sink.owd)),
+    }
+}
+
 /// Summarize a finished simulation.
 pub fn summarize(sim: &Simulation) -> RunResult {
     let end = sim.end.ns();
     let flows = sim
-        .flows
+        .sessions
         .iter()
         .enumerate()
-        .map(|(i, f)| {
-            let st = f.sender.stats();
-            let rx = &f.receiver.stats;
-            let completion = f.receiver.completion.map(|t| t.ns() - f.start.ns());
-            let active = completion.unwrap_or(end - f.start.ns()).max(1);
-            let h = &st.rtt;
-            FlowResult {
-                id: i as u32,
-                cca: f.cca.clone(),
-                start_ns: f.start.ns(),
-                app: match f.app {
-                    AppConfig::Bulk => "bulk",
-                    AppConfig::File { .. } => "file",
-                },
-                bytes_delivered: rx.bytes_delivered,
-                bytes_sent: st.bytes_sent,
-                segments_sent: st.segments_sent,
-                retransmits: st.retrans_segs,
-                goodput_bps: rx.bytes_delivered as f64 * 8e9 / active as f64,
-                throughput_bps: st.bytes_sent as f64 * 8e9 / active as f64,
-                active_ns: active,
-                completion_ns: completion,
-                rtt: RttResult {
-                    count: h.count(),
-                    mean_ns: h.mean(),
-                    min_ns: h.min(),
-                    p50_ns: h.quantile(0.5),
-                    p95_ns: h.quantile(0.95),
-                    max_ns: h.max(),
-                },
-                rto_count: st.rto_count,
-                fast_recoveries: st.fast_recoveries,
-                spurious_undos: st.undos,
-                tlp_probes: st.tlp_probes,
-                final_cwnd_bytes: f.sender.cwnd_bytes(),
-                final_ssthresh_bytes: f
-                    .sender
-                    .ssthresh_bytes()
-                    .min(u32::MAX as u64 * f.sender.mss() as u64),
-                dup_bytes_received: rx.dup_bytes,
-                acks_sent: rx.acks_sent,
-            }
+        .map(|(i, sess)| match &sess.kind {
+            SessionKind::Tcp { conns, relays } => tcp_flow(sim, i, sess, conns, relays),
+            SessionKind::Udp { source, sink, .. } => cbr_flow(sim, i, sess, source, sink),
         })
         .collect();
-    let links = [sim.topo.bottleneck_fwd, sim.topo.bottleneck_rev]
+    let links = sim
+        .topo
+        .segments
+        .iter()
+        .flat_map(|(_, f, r)| [*f, *r])
+        .collect::<Vec<u32>>()
         .iter()
         .map(|&id| {
             let l = &sim.topo.links[id as usize];

@@ -80,6 +80,8 @@ pub enum AppConfig {
     Bulk,
     /// Download `size_bytes` (curl-like); completion time is reported.
     File { size_bytes: u64 },
+    /// Constant-bit-rate UDP (real-time traffic): `packet_bytes` of payload at `rate_bps`.
+    Cbr { rate_bps: u64, packet_bytes: u32 },
 }
 
 /// TCP options of one flow (Linux-like defaults).
@@ -161,6 +163,57 @@ pub struct FlowConfig {
     pub tcp: TcpConfig,
     #[serde(default)]
     pub access: Option<AccessConfig>,
+    /// The TCP a split-TCP PEP uses on the satellite leg (when the path has PEPs).
+    #[serde(default)]
+    pub pep: Option<PepConfig>,
+}
+
+/// A PEP's TCP on the satellite leg and its relay buffer.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PepConfig {
+    pub cca: String,
+    #[serde(default)]
+    pub cca_params: BTreeMap<String, f64>,
+    #[serde(default)]
+    pub tcp: TcpConfig,
+    #[serde(default = "default_pep_buffer")]
+    pub buffer_bytes: u64,
+}
+
+fn default_pep_buffer() -> u64 {
+    4 * 1024 * 1024
+}
+
+/// Where split-TCP PEPs sit on the path.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum PepMode {
+    /// End to end: no PEP.
+    #[default]
+    None,
+    /// One PEP at the satellite gateway (the node before the satellite segment).
+    Gateway,
+    /// PEP1 at the gateway and PEP2 at the satellite terminal (the node after it).
+    Distributed,
+}
+
+/// One segment of a path: a link between two nodes.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SegmentConfig {
+    pub name: String,
+    pub forward: DirConfig,
+    pub reverse: DirConfig,
+}
+
+/// A chain of segments from the server side to the client side.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PathConfig {
+    #[serde(default)]
+    pub pep: PepMode,
+    pub segments: Vec<SegmentConfig>,
 }
 
 /// A complete normalized scenario.
@@ -174,7 +227,12 @@ pub struct ScenarioConfig {
     pub duration_ns: u64,
     #[serde(default = "default_interval")]
     pub interval_ns: u64,
-    pub bottleneck: BottleneckConfig,
+    /// The dumbbell's bottleneck (a one-segment path named `bottleneck`), or …
+    #[serde(default)]
+    pub bottleneck: Option<BottleneckConfig>,
+    /// … a chain of segments, possibly with PEPs.
+    #[serde(default)]
+    pub path: Option<PathConfig>,
     pub access: AccessConfig,
     pub flows: Vec<FlowConfig>,
 }
@@ -279,7 +337,70 @@ fn check_tcp(path: &str, t: &TcpConfig) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// Check a path: segment names, link directions, and room for the PEPs.
+fn check_path(p: &PathConfig) -> Result<(), ConfigError> {
+    if p.segments.is_empty() || p.segments.len() > 64 {
+        return Err(ConfigError::new("path.segments", "give 1 ..= 64 segments"));
+    }
+    for (i, s) in p.segments.iter().enumerate() {
+        if s.name.is_empty() || p.segments[..i].iter().any(|o| o.name == s.name) {
+            return Err(ConfigError::new(
+                &format!("path.segments[{i}].name"),
+                format_args!("{:?}: segment names must be non-empty and unique", s.name),
+            ));
+        }
+        check_dir(&format!("path.segments[{i}].forward"), &s.forward)?;
+        check_dir(&format!("path.segments[{i}].reverse"), &s.reverse)?;
+    }
+    let sat = satellite_segment(&p.segments);
+    match p.pep {
+        PepMode::None => {}
+        PepMode::Gateway if sat == 0 => return Err(ConfigError::new(
+            "path.pep",
+            "\"gateway\" needs a segment before the satellite segment (the PEP sits between them)",
+        )),
+        PepMode::Distributed if sat == 0 || sat + 1 >= p.segments.len() => {
+            return Err(ConfigError::new(
+                "path.pep",
+                "\"distributed\" needs segments before and after the satellite segment",
+            ))
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Index of the satellite segment: the one named `satellite`, else the largest forward delay.
+pub fn satellite_segment(segments: &[SegmentConfig]) -> usize {
+    if let Some(i) = segments.iter().position(|s| s.name == "satellite") {
+        return i;
+    }
+    let mut best = 0;
+    for (i, s) in segments.iter().enumerate() {
+        if s.forward.delay_ns > segments[best].forward.delay_ns {
+            best = i;
+        }
+    }
+    best
+}
+
 impl ScenarioConfig {
+    /// The path as segments (a dumbbell is the one segment `bottleneck`) and its PEP mode.
+    pub fn segments(&self) -> (Vec<SegmentConfig>, PepMode) {
+        match (&self.path, &self.bottleneck) {
+            (Some(p), _) => (p.segments.clone(), p.pep),
+            (None, Some(b)) => (
+                vec![SegmentConfig {
+                    name: "bottleneck".into(),
+                    forward: b.forward.clone(),
+                    reverse: b.reverse.clone(),
+                }],
+                PepMode::None,
+            ),
+            (None, None) => (Vec::new(), PepMode::None),
+        }
+    }
+
     /// Parse and check a normalized scenario.
     pub fn from_json(text: &str) -> Result<ScenarioConfig, ConfigError> {
         let cfg: ScenarioConfig =
@@ -314,8 +435,19 @@ impl ScenarioConfig {
                 "more than 10 million intervals",
             ));
         }
-        check_dir("bottleneck.forward", &self.bottleneck.forward)?;
-        check_dir("bottleneck.reverse", &self.bottleneck.reverse)?;
+        match (&self.bottleneck, &self.path) {
+            (Some(b), None) => {
+                check_dir("bottleneck.forward", &b.forward)?;
+                check_dir("bottleneck.reverse", &b.reverse)?;
+            }
+            (None, Some(p)) => check_path(p)?,
+            _ => {
+                return Err(ConfigError::new(
+                    "bottleneck",
+                    "give exactly one of bottleneck (dumbbell) or path (segments)",
+                ))
+            }
+        }
         check_access("access", &self.access)?;
         if self.flows.is_empty() {
             return Err(ConfigError::new("flows", "at least one flow is needed"));
@@ -339,6 +471,36 @@ impl ScenarioConfig {
                     return Err(ConfigError::new(
                         &format!("{p}.app.size_bytes"),
                         format_args!("{size_bytes} is out of range; allowed: 1 ..= 2^50"),
+                    ));
+                }
+            }
+            if let AppConfig::Cbr {
+                rate_bps,
+                packet_bytes,
+            } = f.app
+            {
+                if rate_bps == 0 || rate_bps > MAX_RATE_BPS {
+                    return Err(ConfigError::new(
+                        &format!("{p}.app.rate_bps"),
+                        format_args!("{rate_bps} is out of range; allowed: 1 ..= {MAX_RATE_BPS}"),
+                    ));
+                }
+                if !(1..=65_507).contains(&packet_bytes) {
+                    return Err(ConfigError::new(
+                        &format!("{p}.app.packet_bytes"),
+                        format_args!("{packet_bytes} is out of range; allowed: 1 ..= 65507"),
+                    ));
+                }
+            }
+            if let Some(pep) = &f.pep {
+                check_tcp(&format!("{p}.pep.tcp"), &pep.tcp)?;
+                if pep.buffer_bytes < 2 * pep.tcp.mss_bytes as u64 || pep.buffer_bytes > 1 << 34 {
+                    return Err(ConfigError::new(
+                        &format!("{p}.pep.buffer_bytes"),
+                        format_args!(
+                            "{} is out of range; allowed: 2 MSS ..= 16 GiB",
+                            pep.buffer_bytes
+                        ),
                     ));
                 }
             }

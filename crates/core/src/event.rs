@@ -41,6 +41,8 @@ pub enum Event {
     },
     /// A flow's application starts.
     FlowStart { flow: u32 },
+    /// A constant-bit-rate source sends its next datagram(s).
+    UdpSend { flow: u32 },
     /// End of a series interval: sample the counters.
     Sample,
 }

@@ -6,13 +6,16 @@
 //! PRR; `sim` the event loop; `api` JSON in/out. No global state: each `Simulation` owns
 //! everything, so runs can execute in parallel threads.
 pub mod api;
+pub mod app;
 pub mod cc;
 pub mod config;
+pub mod conn;
 pub mod event;
 pub mod net;
 pub mod recovery;
 pub mod rng;
 pub mod series;
+pub mod session;
 pub mod sim;
 pub mod stats;
 pub mod tcp;

@@ -1,6 +1,11 @@
 //! Per-interval time series: goodput, throughput, RTT, cwnd and retransmissions per flow,
 //! plus bottleneck queue and utilization. Memory grows with the number of intervals only.
+//!
+//! A flow split by PEPs is measured end to end: goodput at the client, the sender-side
+//! figures (throughput, RTT, cwnd, retransmissions) on the connection leaving the server.
+//! A CBR flow reports its received payload as goodput and its sent payload as throughput.
 use crate::net::link::Link;
+use crate::session::{Session, SessionKind};
 use crate::sim::Flow;
 use crate::time::{SimDuration, SimTime};
 use serde::Serialize;
@@ -62,29 +67,46 @@ impl SeriesRecorder {
     }
 
     /// Close the interval ending at `now`.
-    pub fn sample(&mut self, now: SimTime, flows: &mut [Flow], bottleneck: &Link) {
+    pub fn sample(
+        &mut self,
+        now: SimTime,
+        sessions: &[Session],
+        conns: &mut [Flow],
+        bottleneck: &Link,
+    ) {
         let dt = now.since(self.prev_t);
         if dt.ns() == 0 {
             return;
         }
         let secs = dt.as_secs_f64();
         self.t_ns.push(now.ns());
-        for (i, f) in flows.iter_mut().enumerate() {
+        for (i, sess) in sessions.iter().enumerate() {
             let s = &mut self.flows[i];
             let p = &mut self.prev[i];
-            let delivered = f.receiver.stats.bytes_delivered;
-            let sent = f.sender.stats().bytes_sent;
-            let retrans = f.sender.stats().retrans_segs;
+            let (delivered, sent, retrans, rtt, cwnd) = match &sess.kind {
+                SessionKind::Tcp { conns: ids, .. } => {
+                    let last = *ids.last().expect("a TCP flow has a connection") as usize;
+                    let delivered = conns[last].receiver.stats.bytes_delivered;
+                    let f = &mut conns[ids[0] as usize];
+                    let st = f.sender.stats_mut();
+                    let rtt =
+                        (st.iv_rtt_n > 0).then(|| st.iv_rtt_sum_ns as f64 / st.iv_rtt_n as f64);
+                    st.iv_rtt_n = 0;
+                    st.iv_rtt_sum_ns = 0;
+                    let (sent, retrans) = (st.bytes_sent, st.retrans_segs);
+                    (delivered, sent, retrans, rtt, f.sender.cwnd_bytes())
+                }
+                SessionKind::Udp { source, sink, .. } => {
+                    let sent = source.packets_sent * sink_payload(source);
+                    (sink.bytes_received, sent, 0, None, 0)
+                }
+            };
             s.goodput_bps
                 .push((delivered - p.delivered) as f64 * 8.0 / secs);
             s.throughput_bps.push((sent - p.sent) as f64 * 8.0 / secs);
             s.retransmits.push(retrans - p.retrans);
-            let st = f.sender.stats_mut();
-            s.rtt_mean_ns
-                .push((st.iv_rtt_n > 0).then(|| st.iv_rtt_sum_ns as f64 / st.iv_rtt_n as f64));
-            st.iv_rtt_n = 0;
-            st.iv_rtt_sum_ns = 0;
-            s.cwnd_bytes.push(f.sender.cwnd_bytes());
+            s.rtt_mean_ns.push(rtt);
+            s.cwnd_bytes.push(cwnd);
             *p = Prev {
                 delivered,
                 sent,
@@ -102,4 +124,8 @@ impl SeriesRecorder {
         self.prev_bytes_tx = bytes;
         self.prev_t = now;
     }
+}
+
+fn sink_payload(source: &crate::app::udp::UdpSource) -> u64 {
+    source.packet_bytes() as u64
 }

@@ -1,17 +1,19 @@
-//! The simulation: owns the clock, event queue, packet pool, topology, flows and series.
-//! A run is a pure function of (scenario, seed): no global state, no wall-clock time, no
-//! hash-ordered iteration.
-use crate::cc::{self, FlowInit};
+//! The simulation: owns the clock, event queue, packet pool, topology, connections,
+//! sessions (user flows) and series. A run is a pure function of (scenario, seed): no
+//! global state, no wall-clock time, no hash-ordered iteration.
+//!
+//! Split-TCP PEPs are glue here: after an endpoint at a PEP handled a packet, the relay
+//! hooks open the connection on the other side (SYN spoofing), forward the request, hand
+//! delivered bytes downstream and return buffer space upstream (see `session.rs`).
 use crate::config::{AppConfig, ConfigError, ScenarioConfig};
+pub use crate::conn::{Flow, FlowSender};
 use crate::event::{Event, EventQueue, Side, TimerSlot};
 use crate::net::link::Admission;
-use crate::net::packet::{flags as pflags, Packet, PacketPool};
-use crate::net::topology::Topology;
-use crate::rng::SimRng;
+use crate::net::packet::{flags as pflags, Packet, PacketKind, PacketPool};
+use crate::net::topology::{Dest, Topology};
 use crate::series::SeriesRecorder;
-use crate::tcp::ns2::{self, Ns2Sender};
-use crate::tcp::receiver::{EcnEcho, Receiver, ReceiverConfig};
-use crate::tcp::sender::{Sender, SenderConfig, SenderStats};
+use crate::session::{self, Session, SessionKind};
+use crate::tcp::ns2;
 use crate::time::{SimDuration, SimTime};
 
 const SENDER_SLOTS: [TimerSlot; 3] = [
@@ -30,136 +32,6 @@ fn slot_index(slot: TimerSlot) -> usize {
     }
 }
 
-/// The data sender of a flow: the Linux-like sender, or one of ns-2's agents (selected by
-/// (cca, stack), see `tcp::ns2::agent_for`). Enum dispatch: the Linux path stays inline.
-pub enum FlowSender {
-    Linux(Sender),
-    Ns2(Ns2Sender),
-}
-
-impl FlowSender {
-    #[inline]
-    pub fn start(&mut self, now: SimTime, out: &mut Vec<Packet>) {
-        match self {
-            FlowSender::Linux(s) => s.start(now, out),
-            FlowSender::Ns2(s) => s.start(now, out),
-        }
-    }
-
-    #[inline]
-    pub fn on_packet(&mut self, now: SimTime, p: &Packet, out: &mut Vec<Packet>) {
-        match self {
-            FlowSender::Linux(s) => s.on_packet(now, p, out),
-            FlowSender::Ns2(s) => s.on_packet(now, p, out),
-        }
-    }
-
-    #[inline]
-    pub fn on_timer(&mut self, now: SimTime, slot: TimerSlot, out: &mut Vec<Packet>) {
-        match self {
-            FlowSender::Linux(s) => s.on_timer(now, slot, out),
-            FlowSender::Ns2(s) => s.on_timer(now, slot, out),
-        }
-    }
-
-    #[inline]
-    pub fn timer_deadline(&self, slot: TimerSlot) -> Option<SimTime> {
-        match self {
-            FlowSender::Linux(s) => s.timer_deadline(slot),
-            FlowSender::Ns2(s) => s.timer_deadline(slot),
-        }
-    }
-
-    /// Counters of the sender.
-    pub fn stats(&self) -> &SenderStats {
-        match self {
-            FlowSender::Linux(s) => &s.stats,
-            FlowSender::Ns2(s) => &s.stats,
-        }
-    }
-
-    pub fn stats_mut(&mut self) -> &mut SenderStats {
-        match self {
-            FlowSender::Linux(s) => &mut s.stats,
-            FlowSender::Ns2(s) => &mut s.stats,
-        }
-    }
-
-    pub fn cwnd_bytes(&self) -> u64 {
-        match self {
-            FlowSender::Linux(s) => s.cwnd_bytes(),
-            FlowSender::Ns2(s) => s.cwnd_bytes(),
-        }
-    }
-
-    pub fn ssthresh_bytes(&self) -> u64 {
-        match self {
-            FlowSender::Linux(s) => s.ssthresh_bytes(),
-            FlowSender::Ns2(s) => s.ssthresh_bytes(),
-        }
-    }
-
-    /// Payload bytes per full segment.
-    pub fn mss(&self) -> u32 {
-        match self {
-            FlowSender::Linux(s) => s.cfg.mss,
-            FlowSender::Ns2(s) => s.mss(),
-        }
-    }
-
-    /// First unacknowledged byte.
-    pub fn snd_una(&self) -> u64 {
-        match self {
-            FlowSender::Linux(s) => s.snd_una,
-            FlowSender::Ns2(s) => s.snd_una(),
-        }
-    }
-
-    /// One past the highest byte sent.
-    pub fn snd_nxt(&self) -> u64 {
-        match self {
-            FlowSender::Linux(s) => s.snd_nxt,
-            FlowSender::Ns2(s) => s.snd_nxt(),
-        }
-    }
-
-    /// All of the application's data has been acknowledged.
-    pub fn finished(&self) -> bool {
-        match self {
-            FlowSender::Linux(s) => s.finished(),
-            FlowSender::Ns2(s) => s.finished(),
-        }
-    }
-
-    /// The Linux sender, if this flow runs one.
-    pub fn linux(&self) -> Option<&Sender> {
-        match self {
-            FlowSender::Linux(s) => Some(s),
-            FlowSender::Ns2(_) => None,
-        }
-    }
-
-    /// The ns-2 agent, if this flow runs one.
-    pub fn ns2(&self) -> Option<&Ns2Sender> {
-        match self {
-            FlowSender::Linux(_) => None,
-            FlowSender::Ns2(s) => Some(s),
-        }
-    }
-}
-
-/// One TCP flow: both endpoints and the earliest pending heap event per timer slot.
-pub struct Flow {
-    pub cca: String,
-    pub start: SimTime,
-    pub app: AppConfig,
-    pub sender: FlowSender,
-    pub receiver: Receiver,
-    /// ACKs are rewritten to ns-2 `TCPSink` sizes (`tcp::ns2::sink`).
-    ns2_sink: bool,
-    scheduled: [[Option<SimTime>; 4]; 2],
-}
-
 /// Packet accounting for the conservation checks.
 #[derive(Debug, Clone, Default)]
 pub struct PacketCounters {
@@ -173,7 +45,13 @@ pub struct Simulation {
     pub(crate) queue: EventQueue,
     pub(crate) pool: PacketPool,
     pub topo: Topology,
+    /// TCP connections (one per flow without PEPs, in flow order).
     pub flows: Vec<Flow>,
+    /// User flows, in scenario order.
+    pub sessions: Vec<Session>,
+    /// For each connection: the relay it feeds (it is upstream of) / is fed by.
+    relay_up: Vec<Option<(u32, u16)>>,
+    relay_down: Vec<Option<(u32, u16)>>,
     pub end: SimTime,
     out: Vec<Packet>,
     pub series: SeriesRecorder,
@@ -185,141 +63,42 @@ impl Simulation {
     /// Build a simulation from a validated scenario.
     pub fn new(cfg: ScenarioConfig) -> Result<Simulation, ConfigError> {
         cfg.validate()?;
-        let topo = Topology::dumbbell(&cfg);
-        let mut flows = Vec::with_capacity(cfg.flows.len());
-        for (i, f) in cfg.flows.iter().enumerate() {
-            let rwnd = if f.tcp.window_scaling {
-                f.tcp.rwnd_bytes
-            } else {
-                f.tcp.rwnd_bytes.min(65_535)
-            };
-            if let Some(kind) = ns2::agent_for(&f.cca, f.tcp.stack) {
-                flows.push(Self::ns2_flow(&cfg, i, f, kind, rwnd)?);
-                continue;
+        let plan = session::plan(&cfg)?;
+        let topo = Topology::build(&cfg, &plan.conn_plans, &plan.udp_flows);
+        let n = plan.conns.len();
+        let (mut relay_up, mut relay_down) = (vec![None; n], vec![None; n]);
+        for (s, sess) in plan.sessions.iter().enumerate() {
+            if let SessionKind::Tcp { relays, .. } = &sess.kind {
+                for (r, relay) in relays.iter().enumerate() {
+                    relay_up[relay.up as usize] = Some((s as u32, r as u16));
+                    relay_down[relay.down as usize] = Some((s as u32, r as u16));
+                }
             }
-            let info = cc::info(&f.cca);
-            let sack = info.and_then(|ci| ci.sack).unwrap_or(f.tcp.sack);
-            let cc_needs_ecn = info.is_some_and(|ci| ci.ecn);
-            let ecn = f.tcp.ecn || cc_needs_ecn;
-            let init = FlowInit {
-                mss: f.tcp.mss_bytes,
-                initial_window: f.tcp.initial_window_pkts,
-            };
-            let mut rng = SimRng::substream(cfg.seed, &format!("flow/{i}/cca"));
-            let cc = cc::build(&f.cca, &f.cca_params, &init, &mut rng)
-                .map_err(|e| ConfigError(format!("flows[{i}].{}", e.0)))?;
-            let scfg = SenderConfig {
-                mss: f.tcp.mss_bytes,
-                sack,
-                dsack: f.tcp.dsack && sack,
-                timestamps: f.tcp.timestamps,
-                initial_window: f.tcp.initial_window_pkts,
-                frto: f.tcp.frto,
-                rack: f.tcp.rack && sack,
-                tlp: f.tcp.tlp && sack,
-                pacing: f.tcp.pacing,
-                slow_start_after_idle: f.tcp.slow_start_after_idle,
-                app: f.app,
-                ecn,
-                ecn_always_ect: cc_needs_ecn,
-                prr: f.tcp.prr,
-                fack: f.tcp.fack && sack,
-            };
-            let rcfg = ReceiverConfig {
-                mss: f.tcp.mss_bytes,
-                sack,
-                dsack: f.tcp.dsack && sack,
-                timestamps: f.tcp.timestamps,
-                delayed_ack: f.tcp.delayed_ack,
-                rwnd_bytes: rwnd,
-                app: f.app,
-                ecn: match (ecn, cc_needs_ecn) {
-                    (false, _) => EcnEcho::Off,
-                    (true, false) => EcnEcho::Classic,
-                    (true, true) => EcnEcho::Dctcp,
-                },
-            };
-            let mut sender = Sender::new(i as u32, scfg, cc);
-            let mut receiver = Receiver::new(i as u32, rcfg);
-            if f.tcp.random_ts_offset {
-                // Linux draws a 32-bit offset in timestamp ticks (1 ms).
-                let mut ts_rng = SimRng::substream(cfg.seed, &format!("flow/{i}/tsoffset"));
-                sender.ts_offset = ts_rng.below(1 << 32) * 1_000_000;
-                receiver.ts_offset = ts_rng.below(1 << 32) * 1_000_000;
-            }
-            flows.push(Flow {
-                cca: f.cca.clone(),
-                start: SimTime(f.start_ns),
-                app: f.app,
-                sender: FlowSender::Linux(sender),
-                receiver,
-                ns2_sink: false,
-                scheduled: [[None; 4]; 2],
-            });
         }
         let end = SimTime(cfg.duration_ns);
         let interval = SimDuration(cfg.interval_ns);
         let mut queue = EventQueue::new();
-        for (i, f) in flows.iter().enumerate() {
-            queue.schedule(f.start, Event::FlowStart { flow: i as u32 });
+        for (i, s) in plan.sessions.iter().enumerate() {
+            queue.schedule(s.start, Event::FlowStart { flow: i as u32 });
         }
         if interval < end.since(SimTime::ZERO) {
             queue.schedule(SimTime::ZERO + interval, Event::Sample);
         }
-        let series = SeriesRecorder::new(flows.len(), interval);
+        let series = SeriesRecorder::new(plan.sessions.len(), interval);
         Ok(Simulation {
             cfg,
             queue,
             pool: PacketPool::new(),
             topo,
-            flows,
+            flows: plan.conns,
+            sessions: plan.sessions,
+            relay_up,
+            relay_down,
             end,
             out: Vec::with_capacity(64),
             series,
             counters: PacketCounters::default(),
             finished: false,
-        })
-    }
-
-    /// A flow running an ns-2 agent, with a receiver that behaves as ns-2's `TCPSink`
-    /// (`TCPSink/Sack1` for sack/fack): every packet ACKed at once (unless the scenario
-    /// asks for delayed ACKs), SACK only for the SACK agents, no D-SACK, the sender's
-    /// timestamp always echoed (ns-2 sinks do), ECN off.
-    fn ns2_flow(
-        cfg: &ScenarioConfig,
-        i: usize,
-        f: &crate::config::FlowConfig,
-        kind: ns2::Ns2Kind,
-        rwnd: u64,
-    ) -> Result<Flow, ConfigError> {
-        let mut rng = SimRng::substream(cfg.seed, &format!("flow/{i}/ns2"));
-        let tcp = ns2::FlowTcp {
-            mss: f.tcp.mss_bytes,
-            initial_window: f.tcp.initial_window_pkts,
-            rwnd_bytes: rwnd,
-            timestamps: f.tcp.timestamps,
-            app: f.app,
-        };
-        let agent = ns2::build(kind, i as u32, &f.cca_params, &tcp, rng.next_f64())
-            .map_err(|e| ConfigError(format!("flows[{i}].{}", e.0)))?;
-        let rcfg = ReceiverConfig {
-            mss: f.tcp.mss_bytes,
-            sack: kind.uses_sack(),
-            dsack: false,
-            timestamps: true,
-            delayed_ack: f.tcp.delayed_ack,
-            rwnd_bytes: rwnd,
-            app: f.app,
-            ecn: EcnEcho::Off,
-        };
-        Ok(Flow {
-            cca: f.cca.clone(),
-            start: SimTime(f.start_ns),
-            app: f.app,
-            sender: FlowSender::Ns2(agent),
-            receiver: Receiver::new(i as u32, rcfg),
-            ns2_sink: true,
-            scheduled: [[None; 4]; 2],
         })
     }
 
@@ -355,14 +134,8 @@ impl Simulation {
         match ev {
             Event::LinkDeliver { link } => self.link_deliver(now, link),
             Event::Timer { flow, side, slot } => self.timer(now, flow, side, slot),
-            Event::FlowStart { flow } => {
-                let f = &mut self.flows[flow as usize];
-                f.sender.start(now, &mut self.out);
-                self.emit(now, flow, Side::Sender);
-                let f = &mut self.flows[flow as usize];
-                f.receiver.start(now, &mut self.out);
-                self.emit(now, flow, Side::Receiver);
-            }
+            Event::FlowStart { flow } => self.start_session(now, flow),
+            Event::UdpSend { flow } => self.udp_send(now, flow),
             Event::Sample => {
                 self.sample(now);
                 let next = now + self.series.interval;
@@ -373,10 +146,47 @@ impl Simulation {
         }
     }
 
-    fn timer(&mut self, now: SimTime, flow: u32, side: Side, slot: TimerSlot) {
+    /// A user flow starts: its end hosts act (a PEP's own connections open when the SYN or
+    /// the data reaches it).
+    fn start_session(&mut self, now: SimTime, session: u32) {
+        let conns: Vec<u32> = match &mut self.sessions[session as usize].kind {
+            SessionKind::Tcp { conns, .. } => conns.clone(),
+            SessionKind::Udp { source, .. } => {
+                source.start(now);
+                if let Some(t) = source.deadline() {
+                    self.queue.schedule(t, Event::UdpSend { flow: session });
+                }
+                return;
+            }
+        };
+        let (first, last) = (
+            conns[0],
+            *conns.last().expect("a TCP flow has a connection"),
+        );
+        self.flows[first as usize].sender.start(now, &mut self.out);
+        self.emit(now, first, Side::Sender);
+        self.flows[last as usize].receiver.start(now, &mut self.out);
+        self.emit(now, last, Side::Receiver);
+    }
+
+    fn udp_send(&mut self, now: SimTime, session: u32) {
+        let SessionKind::Udp { source, route, .. } = &mut self.sessions[session as usize].kind
+        else {
+            return;
+        };
+        source.on_timer(now, &mut self.out);
+        let next = source.deadline();
+        let route = self.topo.udp_route(*route);
+        if let Some(t) = next.filter(|&t| t < self.end) {
+            self.queue.schedule(t, Event::UdpSend { flow: session });
+        }
+        self.inject(now, route);
+    }
+
+    fn timer(&mut self, now: SimTime, conn: u32, side: Side, slot: TimerSlot) {
         let si = slot_index(slot);
         let sd = side as usize;
-        let f = &mut self.flows[flow as usize];
+        let f = &mut self.flows[conn as usize];
         if f.scheduled[sd][si] == Some(now) {
             f.scheduled[sd][si] = None;
         }
@@ -384,19 +194,12 @@ impl Simulation {
             Side::Sender => f.sender.on_timer(now, slot, &mut self.out),
             Side::Receiver => f.receiver.on_timer(now, slot, &mut self.out),
         }
-        self.emit(now, flow, side);
+        self.emit(now, conn, side);
     }
 
-    /// Send what an endpoint produced and (re)arm its timers.
-    fn emit(&mut self, now: SimTime, flow: u32, side: Side) {
-        let route = match side {
-            Side::Sender => Topology::data_route(flow),
-            Side::Receiver => Topology::ack_route(flow),
-        };
+    /// Put the packets in `self.out` on `route`.
+    fn inject(&mut self, now: SimTime, route: u32) {
         let mut out = std::mem::take(&mut self.out);
-        if side == Side::Receiver && self.flows[flow as usize].ns2_sink {
-            out.iter_mut().for_each(ns2::sink::rewrite);
-        }
         for mut p in out.drain(..) {
             p.route = route;
             p.hop = 0;
@@ -405,12 +208,24 @@ impl Simulation {
             self.forward(now, idx);
         }
         self.out = out;
-        self.sync_timers(flow, side);
     }
 
-    fn sync_timers(&mut self, flow: u32, side: Side) {
+    /// Send what an endpoint produced and (re)arm its timers.
+    fn emit(&mut self, now: SimTime, conn: u32, side: Side) {
+        let route = match side {
+            Side::Sender => Topology::data_route(conn),
+            Side::Receiver => Topology::ack_route(conn),
+        };
+        if side == Side::Receiver && self.flows[conn as usize].ns2_sink {
+            self.out.iter_mut().for_each(ns2::sink::rewrite);
+        }
+        self.inject(now, route);
+        self.sync_timers(conn, side);
+    }
+
+    fn sync_timers(&mut self, conn: u32, side: Side) {
         let sd = side as usize;
-        let f = &mut self.flows[flow as usize];
+        let f = &mut self.flows[conn as usize];
         let slots: &[TimerSlot] = match side {
             Side::Sender => &SENDER_SLOTS,
             Side::Receiver => &RECEIVER_SLOTS,
@@ -425,7 +240,14 @@ impl Simulation {
             let sched = &mut f.scheduled[sd][si];
             if sched.is_none_or(|s| d < s) {
                 *sched = Some(d);
-                self.queue.schedule(d, Event::Timer { flow, side, slot });
+                self.queue.schedule(
+                    d,
+                    Event::Timer {
+                        flow: conn,
+                        side,
+                        slot,
+                    },
+                );
             }
         }
     }
@@ -450,7 +272,13 @@ impl Simulation {
                 }
             }
             Admission::QueueDrop | Admission::ErrorDrop => {
-                self.pool.take(idx);
+                let p = self.pool.take(idx);
+                if p.kind == PacketKind::Udp {
+                    if let SessionKind::Udp { sink, .. } = &mut self.sessions[p.flow as usize].kind
+                    {
+                        sink.packets_dropped += 1;
+                    }
+                }
             }
         }
     }
@@ -470,22 +298,131 @@ impl Simulation {
             self.forward(now, idx);
             return;
         }
-        let (flow, side) = (r.dest_flow, r.dest_side);
+        let dest = r.dest;
         let p = self.pool.take(idx);
         self.counters.delivered += 1;
-        let f = &mut self.flows[flow as usize];
-        match side {
-            Side::Sender => f.sender.on_packet(now, &p, &mut self.out),
-            Side::Receiver => f.receiver.on_packet(now, &p, &mut self.out),
+        match dest {
+            Dest::Conn { conn, side } => {
+                let f = &mut self.flows[conn as usize];
+                match side {
+                    Side::Sender => f.sender.on_packet(now, &p, &mut self.out),
+                    Side::Receiver => f.receiver.on_packet(now, &p, &mut self.out),
+                }
+                self.emit(now, conn, side);
+                self.relay_hooks(now, conn, side, p.kind);
+            }
+            Dest::Udp { flow } => {
+                if let SessionKind::Udp { sink, .. } = &mut self.sessions[flow as usize].kind {
+                    sink.on_packet(now, &p);
+                }
+            }
         }
-        self.emit(now, flow, side);
+    }
+
+    /// After an endpoint at a PEP handled a packet of kind `kind`.
+    fn relay_hooks(&mut self, now: SimTime, conn: u32, side: Side, kind: PacketKind) {
+        let c = conn as usize;
+        match side {
+            Side::Receiver => {
+                if let Some((s, r)) = self.relay_up[c] {
+                    self.relay_upstream_event(now, s, r as usize, kind);
+                }
+            }
+            Side::Sender => {
+                if let Some((s, r)) = self.relay_down[c] {
+                    self.relay_downstream_event(now, s, r as usize, kind);
+                }
+            }
+        }
+    }
+
+    /// The PEP's receiver (end of the upstream connection) handled a packet.
+    fn relay_upstream_event(&mut self, now: SimTime, s: u32, r: usize, kind: PacketKind) {
+        let bulk = matches!(self.sessions[s as usize].app, AppConfig::Bulk);
+        let SessionKind::Tcp { relays, .. } = &mut self.sessions[s as usize].kind else {
+            return;
+        };
+        let relay = &mut relays[r];
+        let (up, down) = (relay.up, relay.down);
+        // SYN spoofing (sender-initiated flows): the PEP answered the SYN itself and opens
+        // its own connection downstream at once.
+        if bulk && kind == PacketKind::Syn && !relay.opened {
+            relay.opened = true;
+            self.flows[down as usize].sender.start(now, &mut self.out);
+            self.emit(now, down, Side::Sender);
+        }
+        let delivered = self.flows[up as usize].receiver.stats.bytes_delivered;
+        let SessionKind::Tcp { relays, .. } = &mut self.sessions[s as usize].kind else {
+            return;
+        };
+        let relay = &mut relays[r];
+        if delivered > relay.supplied {
+            let bytes = delivered - relay.supplied;
+            relay.supplied = delivered;
+            self.flows[down as usize]
+                .sender
+                .supply(now, bytes, &mut self.out);
+            self.emit(now, down, Side::Sender);
+            self.update_occupancy(now, s, r);
+        }
+    }
+
+    /// The PEP's sender (start of the downstream connection) handled a packet.
+    fn relay_downstream_event(&mut self, now: SimTime, s: u32, r: usize, kind: PacketKind) {
+        let file = matches!(self.sessions[s as usize].app, AppConfig::File { .. });
+        let SessionKind::Tcp { relays, .. } = &mut self.sessions[s as usize].kind else {
+            return;
+        };
+        let relay = &mut relays[r];
+        let (up, down) = (relay.up, relay.down);
+        if file {
+            // The client's SYN reached the PEP, which answered it: open upstream now, holding
+            // the request until the client's request arrives.
+            if kind == PacketKind::Syn && !relay.opened {
+                relay.opened = true;
+                let rx = &mut self.flows[up as usize].receiver;
+                rx.hold_request = true;
+                rx.start(now, &mut self.out);
+                self.emit(now, up, Side::Receiver);
+            }
+            let SessionKind::Tcp { relays, .. } = &mut self.sessions[s as usize].kind else {
+                return;
+            };
+            let relay = &mut relays[r];
+            if !relay.released && self.flows[down as usize].sender.established() {
+                relay.released = true;
+                self.flows[up as usize]
+                    .receiver
+                    .release_request(now, &mut self.out);
+                self.emit(now, up, Side::Receiver);
+            }
+        }
+        // Data acknowledged downstream leaves the buffer: the window reopens upstream.
+        let una = self.flows[down as usize].sender.snd_una();
+        self.flows[up as usize]
+            .receiver
+            .drain(now, una, &mut self.out);
+        self.emit(now, up, Side::Receiver);
+        self.update_occupancy(now, s, r);
+    }
+
+    fn update_occupancy(&mut self, now: SimTime, s: u32, r: usize) {
+        let SessionKind::Tcp { relays, .. } = &mut self.sessions[s as usize].kind else {
+            return;
+        };
+        let relay = &mut relays[r];
+        let held = self.flows[relay.up as usize]
+            .receiver
+            .rcv_nxt
+            .saturating_sub(self.flows[relay.down as usize].sender.snd_una());
+        relay.occupancy.set(now.ns(), held);
     }
 
     fn sample(&mut self, now: SimTime) {
         let fwd = self.topo.bottleneck_fwd as usize;
         self.topo.links[fwd].sample(now);
         self.series
-            .sample(now, &mut self.flows, &self.topo.links[fwd]);
+            .sample(now, &self.sessions, &mut self.flows, &self.topo.links[fwd]);
     }
 
     /// Close the last (possibly partial) interval and the statistics at the end time.
@@ -497,6 +434,13 @@ impl Simulation {
         let end = self.end;
         for l in &mut self.topo.links {
             l.sample(end);
+        }
+        for s in &mut self.sessions {
+            if let SessionKind::Tcp { relays, .. } = &mut s.kind {
+                for r in relays {
+                    r.occupancy.advance(end.ns());
+                }
+            }
         }
         if self.series.last_t() < end {
             self.sample(end);

@@ -40,10 +40,11 @@ fn path(
         seed: 1,
         duration_ns,
         interval_ns: duration_ns / 10,
-        bottleneck: BottleneckConfig {
+        bottleneck: Some(BottleneckConfig {
             forward: dir(ecn_k),
             reverse: dir(None),
-        },
+        }),
+        path: None,
         access: AccessConfig {
             rate_bps: access_bps,
             delay_ns: access_delay_ns,
@@ -63,6 +64,7 @@ fn flow(cca: &str, ecn: bool, start_ns: u64) -> FlowConfig {
             ..Default::default()
         },
         access: None,
+        pep: None,
     }
 }
 
@@ -98,7 +100,7 @@ impl Probe {
 /// Run `cfg`, skip `warm_ns`, then sample the bottleneck queue every `step_ns`.
 fn probe(cfg: ScenarioConfig, warm_ns: u64, step_ns: u64) -> Probe {
     let end = cfg.duration_ns;
-    let rate = cfg.bottleneck.forward.rate_bps as f64;
+    let rate = cfg.bottleneck.as_ref().unwrap().forward.rate_bps as f64;
     let mut sim = Simulation::new(cfg).expect("valid scenario");
     let fwd = sim.topo.bottleneck_fwd as usize;
     sim.run_until(SimTime(warm_ns));

@@ -370,10 +370,11 @@ fn goodput_ns2_scenario(cca: &str, mss: u32) -> tcplab_core::config::ScenarioCon
         seed: 1,
         duration_ns: 11_000_000_000,
         interval_ns: 1_000_000_000,
-        bottleneck: BottleneckConfig {
+        bottleneck: Some(BottleneckConfig {
             forward: dir.clone(),
             reverse: dir,
-        },
+        }),
+        path: None,
         access: AccessConfig {
             rate_bps: 10_000_000,
             delay_ns: 1_000_000,
@@ -386,6 +387,7 @@ fn goodput_ns2_scenario(cca: &str, mss: u32) -> tcplab_core::config::ScenarioCon
                 app: AppConfig::Bulk,
                 tcp: ns2_tcp(mss, 128),
                 access: None,
+                pep: None,
             })
             .collect(),
     }

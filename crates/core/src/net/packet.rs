@@ -8,6 +8,8 @@
 pub const BASE_HEADER_BYTES: u32 = 40;
 /// Timestamp option with padding (RFC 7323: 10 bytes, padded to 12).
 pub const TS_OPTION_BYTES: u32 = 12;
+/// IPv4 + UDP headers.
+pub const UDP_HEADER_BYTES: u32 = 28;
 /// Size of a SYN's options (MSS, SACK-permitted, timestamps, window scale: Linux sends 20 B).
 pub const SYN_OPTION_BYTES: u32 = 20;
 
@@ -32,6 +34,9 @@ pub enum PacketKind {
     SynAck,
     /// Client's ACK of the SYN-ACK carrying the application request (file downloads).
     Request,
+    /// A UDP datagram (constant-bit-rate traffic); `seq` is its sequence number and `ts_val`
+    /// its send time.
+    Udp,
 }
 
 /// Flag bits of `Packet::flags`.

@@ -1,10 +1,15 @@
 //! Topology: links and the routes packets follow.
 //!
-//! The dumbbell of the studies: sender_i —access— R2 —bottleneck— R1 —access— receiver_i.
-//! Routers forward instantly, so a route is just the list of links a packet crosses and
-//! the endpoint it is delivered to. Each flow has its own access links (as each host has
-//! its own NIC), while all flows share the bottleneck in each direction.
-use crate::config::{AccessConfig, DirConfig, ScenarioConfig};
+//! A path is a chain of segments between nodes 0..=k, from the server side to the client
+//! side; the dumbbell of the studies is the one-segment path `bottleneck`. Each user flow
+//! has its own access links (its hosts' NICs) at both ends. A TCP connection — a whole flow
+//! end to end, or one leg of it between split-TCP PEPs — runs between two endpoints (a host
+//! or a path node) and gets a data route and an ACK route. Routers forward instantly, so a
+//! route is just the list of links a packet crosses and what it is delivered to.
+//!
+//! Link numbering: segment `s` has forward link `2s` and reverse link `2s + 1` (so the
+//! dumbbell's bottleneck is links 0 and 1), then four access links per flow.
+use crate::config::{AccessConfig, DirConfig, ScenarioConfig, SegmentConfig};
 use crate::event::Side;
 use crate::net::link::{ErrorModel, Link, QueueLimit};
 use crate::rng::SimRng;
@@ -14,12 +19,39 @@ use crate::time::SimDuration;
 /// interfaces never drop their own packets (TCP Small Queues back-pressure instead).
 pub const ACCESS_QUEUE_PKTS: u64 = 1000;
 
+/// Where a connection starts or ends.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Endpoint {
+    /// The flow's server host (before node 0).
+    Server,
+    /// A path node (a PEP sits there).
+    Node(usize),
+    /// The flow's client host (after the last node).
+    Client,
+}
+
+/// A connection to route: which flow's access links it uses and its two ends.
+#[derive(Copy, Clone, Debug)]
+pub struct ConnPlan {
+    pub flow: usize,
+    pub from: Endpoint,
+    pub to: Endpoint,
+}
+
+/// What a route delivers to.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Dest {
+    /// An endpoint of TCP connection `conn`.
+    Conn { conn: u32, side: Side },
+    /// The UDP sink of flow `flow`.
+    Udp { flow: u32 },
+}
+
 /// A path through the network and the endpoint at its end.
 #[derive(Debug, Clone)]
 pub struct Route {
     pub links: Vec<u32>,
-    pub dest_flow: u32,
-    pub dest_side: Side,
+    pub dest: Dest,
 }
 
 /// All links and routes of a scenario.
@@ -27,95 +59,168 @@ pub struct Route {
 pub struct Topology {
     pub links: Vec<Link>,
     pub routes: Vec<Route>,
+    /// Forward/reverse link of each segment.
+    pub segments: Vec<(String, u32, u32)>,
+    /// The forward link of the slowest segment (the one sampled for the series).
     pub bottleneck_fwd: u32,
     pub bottleneck_rev: u32,
+    n_conns: u32,
+}
+
+fn dir_link(name: &str, d: &DirConfig, seed: u64) -> Link {
+    let limit = match (d.queue.limit_pkts, d.queue.limit_bytes) {
+        (_, Some(b)) => QueueLimit::Bytes(b),
+        (Some(p), None) => QueueLimit::Packets(p),
+        (None, None) => QueueLimit::Packets(1000),
+    };
+    let mut l = Link::new(
+        name,
+        d.rate_bps,
+        SimDuration::from_ns(d.delay_ns),
+        limit,
+        ErrorModel {
+            per: d.per,
+            ber: d.ber,
+        },
+        SimRng::substream(seed, &format!("link/{name}/errors")),
+    );
+    l.ecn_threshold_pkts = d.ecn_threshold_pkts;
+    l
+}
+
+fn access_link(name: String, a: &AccessConfig, host_side: bool, seed: u64) -> Link {
+    let rng = SimRng::substream(seed, &format!("link/{name}/errors"));
+    let limit = if host_side {
+        QueueLimit::Unlimited
+    } else {
+        QueueLimit::Packets(ACCESS_QUEUE_PKTS)
+    };
+    Link::new(
+        name,
+        a.rate_bps,
+        SimDuration::from_ns(a.delay_ns),
+        limit,
+        ErrorModel::default(),
+        rng,
+    )
 }
 
 impl Topology {
-    /// Route of data packets (sender → receiver) of `flow`.
+    /// Route of data packets (sender → receiver) of connection `conn`.
     #[inline]
-    pub fn data_route(flow: u32) -> u32 {
-        2 * flow
+    pub fn data_route(conn: u32) -> u32 {
+        2 * conn
     }
-    /// Route of ACKs (receiver → sender) of `flow`.
+    /// Route of ACKs (receiver → sender) of connection `conn`.
     #[inline]
-    pub fn ack_route(flow: u32) -> u32 {
-        2 * flow + 1
+    pub fn ack_route(conn: u32) -> u32 {
+        2 * conn + 1
+    }
+    /// Route of UDP flow number `udp` (its index among the UDP flows).
+    pub fn udp_route(&self, udp: u32) -> u32 {
+        2 * self.n_conns + udp
     }
 
-    /// Build the dumbbell of a scenario.
-    pub fn dumbbell(cfg: &ScenarioConfig) -> Topology {
+    /// Build the links of `cfg`'s path and the routes of `conns` and of the UDP flows
+    /// `udp_flows` (flow indices; server → client).
+    pub fn build(cfg: &ScenarioConfig, conns: &[ConnPlan], udp_flows: &[usize]) -> Topology {
         let seed = cfg.seed;
-        let mut links = Vec::with_capacity(2 + 4 * cfg.flows.len());
-        let dir_link = |name: &str, d: &DirConfig| {
-            let limit = match (d.queue.limit_pkts, d.queue.limit_bytes) {
-                (_, Some(b)) => QueueLimit::Bytes(b),
-                (Some(p), None) => QueueLimit::Packets(p),
-                (None, None) => QueueLimit::Packets(1000),
-            };
-            let mut l = Link::new(
+        let (segs, _) = cfg.segments();
+        let k = segs.len();
+        let mut links = Vec::with_capacity(2 * k + 4 * cfg.flows.len());
+        let mut segments = Vec::with_capacity(k);
+        for s in &segs {
+            let SegmentConfig {
                 name,
-                d.rate_bps,
-                SimDuration::from_ns(d.delay_ns),
-                limit,
-                ErrorModel {
-                    per: d.per,
-                    ber: d.ber,
-                },
-                SimRng::substream(seed, &format!("link/{name}/errors")),
-            );
-            l.ecn_threshold_pkts = d.ecn_threshold_pkts;
-            l
-        };
-        links.push(dir_link("bottleneck.forward", &cfg.bottleneck.forward));
-        links.push(dir_link("bottleneck.reverse", &cfg.bottleneck.reverse));
-        let access_link = |name: String, a: &AccessConfig, host_side: bool| {
-            let rng = SimRng::substream(seed, &format!("link/{name}/errors"));
-            let limit = if host_side {
-                QueueLimit::Unlimited
-            } else {
-                QueueLimit::Packets(ACCESS_QUEUE_PKTS)
-            };
-            Link::new(
-                name,
-                a.rate_bps,
-                SimDuration::from_ns(a.delay_ns),
-                limit,
-                ErrorModel::default(),
-                rng,
-            )
-        };
-        let mut routes = Vec::with_capacity(2 * cfg.flows.len());
+                forward,
+                reverse,
+            } = s;
+            let f = links.len() as u32;
+            links.push(dir_link(&format!("{name}.forward"), forward, seed));
+            links.push(dir_link(&format!("{name}.reverse"), reverse, seed));
+            segments.push((name.clone(), f, f + 1));
+        }
         for (i, f) in cfg.flows.iter().enumerate() {
             let a = f.access.unwrap_or(cfg.access);
-            let base = links.len() as u32;
-            links.push(access_link(format!("flow{i}.sender_up"), &a, true));
-            links.push(access_link(format!("flow{i}.receiver_down"), &a, false));
-            links.push(access_link(format!("flow{i}.receiver_up"), &a, true));
-            links.push(access_link(format!("flow{i}.sender_down"), &a, false));
+            links.push(access_link(format!("flow{i}.sender_up"), &a, true, seed));
+            links.push(access_link(
+                format!("flow{i}.receiver_down"),
+                &a,
+                false,
+                seed,
+            ));
+            links.push(access_link(format!("flow{i}.receiver_up"), &a, true, seed));
+            links.push(access_link(format!("flow{i}.sender_down"), &a, false, seed));
+        }
+        let access = |flow: usize| (2 * k + 4 * flow) as u32;
+        let pos = |e: Endpoint| match e {
+            Endpoint::Server => 0,
+            Endpoint::Node(n) => n,
+            Endpoint::Client => k,
+        };
+        let mut routes = Vec::with_capacity(2 * conns.len() + udp_flows.len());
+        for (c, plan) in conns.iter().enumerate() {
+            let base = access(plan.flow);
+            let (a, b) = (pos(plan.from), pos(plan.to));
+            let mut data = Vec::new();
+            if plan.from == Endpoint::Server {
+                data.push(base);
+            }
+            data.extend((a..b).map(|s| segments[s].1));
+            if plan.to == Endpoint::Client {
+                data.push(base + 1);
+            }
+            let mut ack = Vec::new();
+            if plan.to == Endpoint::Client {
+                ack.push(base + 2);
+            }
+            ack.extend((a..b).rev().map(|s| segments[s].2));
+            if plan.from == Endpoint::Server {
+                ack.push(base + 3);
+            }
+            let conn = c as u32;
             routes.push(Route {
-                links: vec![base, 0, base + 1],
-                dest_flow: i as u32,
-                dest_side: Side::Receiver,
+                links: data,
+                dest: Dest::Conn {
+                    conn,
+                    side: Side::Receiver,
+                },
             });
             routes.push(Route {
-                links: vec![base + 2, 1, base + 3],
-                dest_flow: i as u32,
-                dest_side: Side::Sender,
+                links: ack,
+                dest: Dest::Conn {
+                    conn,
+                    side: Side::Sender,
+                },
             });
         }
+        for &flow in udp_flows {
+            let base = access(flow);
+            let mut links_u = vec![base];
+            links_u.extend(segments.iter().map(|s| s.1));
+            links_u.push(base + 1);
+            routes.push(Route {
+                links: links_u,
+                dest: Dest::Udp { flow: flow as u32 },
+            });
+        }
+        let slowest = (0..k)
+            .min_by_key(|&s| (segs[s].forward.rate_bps, s))
+            .unwrap_or(0);
         Topology {
+            bottleneck_fwd: segments.get(slowest).map_or(0, |s| s.1),
+            bottleneck_rev: segments.get(slowest).map_or(1, |s| s.2),
             links,
             routes,
-            bottleneck_fwd: 0,
-            bottleneck_rev: 1,
+            segments,
+            n_conns: conns.len() as u32,
         }
     }
 
-    /// Round-trip propagation delay of a flow's path (no serialization, no queueing).
-    pub fn base_rtt(&self, flow: u32) -> SimDuration {
+    /// Round-trip propagation delay of connection `conn` (no serialization, no queueing).
+    pub fn base_rtt(&self, conn: u32) -> SimDuration {
         let mut d = SimDuration::ZERO;
-        for r in [Self::data_route(flow), Self::ack_route(flow)] {
+        for r in [Self::data_route(conn), Self::ack_route(conn)] {
             for &l in &self.routes[r as usize].links {
                 d += self.links[l as usize].delay;
             }

@@ -106,6 +106,16 @@ pub struct Receiver {
     got_data: bool,
     /// Per-connection timestamp offset (Linux `tsoffset`) added to our TSvals.
     pub ts_offset: u64,
+    /// At a split-TCP PEP: the relay buffer size; data held (received in order but not yet
+    /// acknowledged downstream) plus out-of-order data must fit in it.
+    pub relay_limit: Option<u64>,
+    /// Bytes the downstream connection has had acknowledged (the relay has released).
+    relay_drained: u64,
+    /// Right edge of the window last advertised (for window updates after a drain).
+    last_adv_edge: u64,
+    /// A PEP's upstream client holds its request until the downstream request arrived.
+    pub hold_request: bool,
+    request_due: bool,
     /// Classic ECN: echo ECE until CWR. DCTCP: CE state of the latest segment.
     ece: bool,
     pub completion: Option<SimTime>,
@@ -116,7 +126,7 @@ impl Receiver {
     pub fn new(flow: u32, cfg: ReceiverConfig) -> Self {
         Receiver {
             flow,
-            right_edge: cfg.rwnd_bytes,
+            right_edge: 0,
             cfg,
             state: RcvState::Closed,
             start: SimTime::ZERO,
@@ -140,6 +150,11 @@ impl Receiver {
             hs_tries: 0,
             got_data: false,
             ts_offset: 0,
+            relay_limit: None,
+            relay_drained: 0,
+            last_adv_edge: 0,
+            hold_request: false,
+            request_due: false,
             ece: false,
             completion: None,
             stats: ReceiverStats::default(),
@@ -149,7 +164,7 @@ impl Receiver {
     fn file_size(&self) -> Option<u64> {
         match self.cfg.app {
             AppConfig::File { size_bytes } => Some(size_bytes),
-            AppConfig::Bulk => None,
+            AppConfig::Bulk | AppConfig::Cbr { .. } => None,
         }
     }
 
@@ -209,7 +224,9 @@ impl Receiver {
                 // Bulk server: answer (again) with a SYN-ACK.
                 if matches!(self.state, RcvState::Closed | RcvState::SynReceived) {
                     self.state = RcvState::SynReceived;
-                    out.push(self.control(now, PacketKind::SynAck));
+                    let mut syn_ack = self.control(now, PacketKind::SynAck);
+                    syn_ack.wnd = self.window().min(65_535);
+                    out.push(syn_ack);
                 }
             }
             PacketKind::SynAck => {
@@ -223,8 +240,11 @@ impl Receiver {
                     if self.cfg.timestamps {
                         self.ts_recent = p.ts_val;
                     }
-                    out.push(self.control(now, PacketKind::Request));
-                    self.hs_timer = Some(now + self.hs_rtt.rto());
+                    if self.hold_request {
+                        self.request_due = true;
+                        return;
+                    }
+                    self.send_request(now, out);
                 }
             }
             PacketKind::Ack => {
@@ -233,7 +253,42 @@ impl Receiver {
                 }
             }
             PacketKind::Data => self.on_data(now, p, out),
-            PacketKind::Request => {}
+            PacketKind::Request | PacketKind::Udp => {}
+        }
+    }
+
+    fn send_request(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        let mut p = self.control(now, PacketKind::Request);
+        p.wnd = self.window().min(65_535);
+        out.push(p);
+        self.hs_timer = Some(now + self.hs_rtt.rto());
+    }
+
+    /// The request may go now (a PEP got the client's request downstream).
+    pub fn release_request(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        self.hold_request = false;
+        if self.request_due {
+            self.request_due = false;
+            self.send_request(now, out);
+        }
+    }
+
+    /// The relay released data up to `drained_total` (downstream snd_una): open the window
+    /// again, and tell the sender if it grew by at least two segments or reopened from below
+    /// one (Linux sends a window update when the application frees that much space).
+    pub fn drain(&mut self, now: SimTime, drained_total: u64, out: &mut Vec<Packet>) {
+        if drained_total <= self.relay_drained {
+            return;
+        }
+        self.relay_drained = drained_total;
+        if self.state != RcvState::Established || !self.got_data {
+            return;
+        }
+        let mss = self.cfg.mss as u64;
+        let before = self.last_adv_edge.saturating_sub(self.rcv_nxt);
+        let edge = self.rcv_nxt + self.free_space();
+        if edge >= self.last_adv_edge + 2 * mss || (before < mss && edge >= self.rcv_nxt + mss) {
+            self.send_ack(now, out);
         }
     }
 
@@ -256,7 +311,9 @@ impl Receiver {
                         self.hs_sent_at = now;
                         out.push(self.control(now, PacketKind::Syn));
                     }
-                    RcvState::Established => out.push(self.control(now, PacketKind::Request)),
+                    RcvState::Established if !self.hold_request => {
+                        out.push(self.control(now, PacketKind::Request))
+                    }
                     _ => {
                         self.hs_timer = None;
                         return;
@@ -280,6 +337,11 @@ impl Receiver {
             self.hs_timer = None;
             self.quick = (self.cfg.rwnd_bytes / (2 * self.cfg.mss as u64))
                 .clamp(2, MAX_QUICKACKS as u64) as u32;
+        }
+        if p.len == 0 {
+            // A zero-window probe: answer with the current window.
+            self.send_ack(now, out);
+            return;
         }
         self.stats.segments_received += 1;
         let seq = p.seq;
@@ -511,15 +573,29 @@ impl Receiver {
 
     /// Advertised window: free buffer space, never retreating the right edge (RFC 7323 §2.4).
     fn window(&mut self) -> u64 {
-        let free = self.cfg.rwnd_bytes.saturating_sub(self.ofo_bytes);
+        let free = self.free_space();
         self.right_edge = self.right_edge.max(self.rcv_nxt + free);
         self.right_edge - self.rcv_nxt
+    }
+
+    /// Buffer space beyond rcv_nxt: the socket buffer minus out-of-order data, and at a PEP
+    /// also the relay buffer minus what it still holds.
+    fn free_space(&self) -> u64 {
+        let free = self.cfg.rwnd_bytes.saturating_sub(self.ofo_bytes);
+        match self.relay_limit {
+            None => free,
+            Some(limit) => {
+                let held = self.rcv_nxt.saturating_sub(self.relay_drained) + self.ofo_bytes;
+                free.min(limit.saturating_sub(held))
+            }
+        }
     }
 
     fn send_ack(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         let mut p = self.control(now, PacketKind::Ack);
         p.ack = self.rcv_nxt;
         p.wnd = self.window();
+        self.last_adv_edge = self.rcv_nxt + p.wnd;
         if self.ece {
             p.flags |= flags::ECE;
         }

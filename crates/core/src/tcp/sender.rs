@@ -41,6 +41,9 @@ pub struct SenderConfig {
     pub pacing: bool,
     pub slow_start_after_idle: bool,
     pub app: AppConfig,
+    /// The data comes from a relay (a split-TCP PEP): it is supplied as it arrives
+    /// (`supply`) instead of being available from the start.
+    pub relay: bool,
     /// ECN negotiated (RFC 3168).
     pub ecn: bool,
     /// ECT on retransmissions too (Linux `tcp_ca_needs_ecn`, i.e. DCTCP).
@@ -69,6 +72,9 @@ pub enum XmitTimer {
     Rto,
     Tlp,
     Reo,
+    /// Zero-window probe (Linux `ICSK_TIME_PROBE0`): the peer's window is closed and nothing
+    /// is in flight to bring its update.
+    Probe,
 }
 
 /// Counters of a sender.
@@ -114,6 +120,11 @@ pub struct Sender {
     pub snd_nxt: u64,
     /// End of the application's data (u64::MAX for bulk).
     pub(crate) app_end: u64,
+    /// Total the application will send (u64::MAX for bulk); `app_end` reaches it at once,
+    /// except for relayed data.
+    pub(crate) app_total: u64,
+    /// Zero-window probes sent since the window was last open (for the backoff).
+    pub(crate) probes: u32,
     /// Peer's advertised window (bytes beyond snd_una).
     pub(crate) snd_wnd: u64,
     pub(crate) high_seq: u64,
@@ -159,10 +170,11 @@ impl Sender {
     pub fn new(flow: u32, cfg: SenderConfig, cc: Cc) -> Sender {
         let mut w = Window::new(cfg.initial_window, cfg.mss);
         w.pacing = cfg.pacing || cc.has_cong_control();
-        let app_end = match cfg.app {
-            AppConfig::Bulk => u64::MAX,
+        let app_total = match cfg.app {
+            AppConfig::Bulk | AppConfig::Cbr { .. } => u64::MAX,
             AppConfig::File { size_bytes } => size_bytes,
         };
+        let app_end = if cfg.relay { 0 } else { app_total };
         Sender {
             flow,
             sb: Scoreboard::new(cfg.mss),
@@ -179,6 +191,8 @@ impl Sender {
             snd_una: 0,
             snd_nxt: 0,
             app_end,
+            app_total,
+            probes: 0,
             snd_wnd: 65_535,
             high_seq: 0,
             undo_marker: None,
@@ -243,7 +257,16 @@ impl Sender {
 
     /// All of the application's data has been acknowledged.
     pub fn finished(&self) -> bool {
-        self.app_end != u64::MAX && self.snd_una >= self.app_end
+        self.app_total != u64::MAX && self.snd_una >= self.app_total
+    }
+
+    /// A relay hands over `bytes` more of the stream to send.
+    pub fn supply(&mut self, now: SimTime, bytes: u64, out: &mut Vec<Packet>) {
+        if bytes == 0 {
+            return;
+        }
+        self.app_end = (self.app_end + bytes).min(self.app_total);
+        self.transmit(now, out);
     }
 
     /// Refresh the read-only part of the window view before a controller hook.
@@ -355,6 +378,7 @@ impl Sender {
         match (self.state, p.kind) {
             (ConnState::SynSent, PacketKind::SynAck) => {
                 out.push(self.control_packet(now, PacketKind::Ack));
+                self.take_window(p);
                 self.establish(now, p, out);
             }
             (ConnState::Closed | ConnState::SynReceived, PacketKind::Syn) => {
@@ -367,8 +391,18 @@ impl Sender {
                 out.push(self.control_packet(now, PacketKind::SynAck));
                 self.hs_timer = Some(now + self.icsk_rto);
             }
-            (ConnState::SynReceived, PacketKind::Request) => self.establish(now, p, out),
+            (ConnState::SynReceived, PacketKind::Request) => {
+                self.take_window(p);
+                self.establish(now, p, out);
+            }
             _ => {}
+        }
+    }
+
+    /// The window a SYN-ACK or request advertises (unscaled on the handshake: ≤ 65535).
+    fn take_window(&mut self, p: &Packet) {
+        if p.wnd > 0 {
+            self.snd_wnd = p.wnd.min(65_535);
         }
     }
 
@@ -610,6 +644,14 @@ impl Sender {
     fn after_write(&mut self, now: SimTime, sent_any: bool, cwnd_limited: bool) {
         let cwnd_limited = cwnd_limited || self.in_flight() >= self.w.cwnd;
         if sent_any {
+            self.probes = 0;
+        } else if self.sb.is_empty() && self.snd_nxt < self.app_end && self.xmit_timer.is_none() {
+            // Data waits but the peer's window is closed and nothing is in flight: only a
+            // probe can bring the window update if it gets lost (Linux tcp_check_probe_timer).
+            let backoff = (self.icsk_rto * (1u64 << self.probes.min(10))).min(RTO_MAX);
+            self.xmit_timer = Some((now + backoff, XmitTimer::Probe));
+        }
+        if sent_any {
             self.schedule_loss_probe(now, false);
         }
         if sent_any || cwnd_limited {
@@ -715,6 +757,7 @@ impl Sender {
                     XmitTimer::Rto => self.on_rto(now, out),
                     XmitTimer::Tlp => self.on_tlp(now, out),
                     XmitTimer::Reo => self.on_reo_timeout(now, out),
+                    XmitTimer::Probe => self.on_probe(now, out),
                 }
             }
             TimerSlot::Pacing => {
@@ -734,6 +777,22 @@ impl Sender {
             }
             TimerSlot::Handshake => self.on_handshake_timer(now, out),
             TimerSlot::Ack => {}
+        }
+    }
+
+    /// Zero-window probe: a segment without payload that the receiver must ACK with its
+    /// current window (Linux sends one old byte; an empty segment suffices here).
+    fn on_probe(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        if !self.sb.is_empty() || self.snd_nxt >= self.app_end {
+            return;
+        }
+        self.probes += 1;
+        let p = self.data_packet(now, self.snd_nxt, 0, false);
+        out.push(p);
+        self.transmit(now, out);
+        if self.xmit_timer.is_none() && self.sb.is_empty() {
+            let backoff = (self.icsk_rto * (1u64 << self.probes.min(10))).min(RTO_MAX);
+            self.xmit_timer = Some((now + backoff, XmitTimer::Probe));
         }
     }
 

@@ -61,10 +61,11 @@ impl Spec {
             seed: self.seed,
             duration_ns: self.duration_s * 1_000_000_000,
             interval_ns: 1_000_000_000,
-            bottleneck: BottleneckConfig {
+            bottleneck: Some(BottleneckConfig {
                 forward: dir(self.rate_bps, self.per),
                 reverse: dir(self.return_rate_bps, 0.0),
-            },
+            }),
+            path: None,
             access: AccessConfig {
                 rate_bps: 1_000_000_000,
                 delay_ns: ACCESS_DELAY_NS,
@@ -77,6 +78,7 @@ impl Spec {
                     app: self.app,
                     tcp: self.tcp.clone(),
                     access: None,
+                    pep: None,
                 })
                 .collect(),
         }

@@ -245,7 +245,7 @@ impl Ns2Sender {
     /// A fresh agent (`TcpAgent::reset`); `boot_u01` ∈ [0, 1) sets the tick-clock phase.
     pub fn new(flow: u32, kind: Ns2Kind, cfg: Ns2Config, boot_u01: f64) -> Self {
         let (app_end, curseq, passive) = match cfg.app {
-            AppConfig::Bulk => (u64::MAX, i64::MAX / 4, false),
+            AppConfig::Bulk | AppConfig::Cbr { .. } => (u64::MAX, i64::MAX / 4, false),
             AppConfig::File { size_bytes } => {
                 let n = size_bytes.div_ceil(cfg.mss as u64) as i64;
                 (size_bytes, n + 1, true)

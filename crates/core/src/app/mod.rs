@@ -1,0 +1,2 @@
+//! Non-TCP applications: constant-bit-rate UDP traffic.
+pub mod udp;

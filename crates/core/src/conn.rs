@@ -1,0 +1,323 @@
+//! TCP connections: the sender (Linux-like or an ns-2 agent) and receiver of one
+//! connection, and how they are built from a flow's configuration. A user flow has one
+//! connection end to end, or one per leg when split-TCP PEPs cut the path.
+use crate::cc::{self, FlowInit};
+use crate::config::{AppConfig, ConfigError, TcpConfig};
+use crate::event::TimerSlot;
+use crate::net::packet::Packet;
+use crate::rng::SimRng;
+use crate::tcp::ns2::{self, Ns2Sender};
+use crate::tcp::receiver::{EcnEcho, Receiver, ReceiverConfig};
+use crate::tcp::sender::{Sender, SenderConfig, SenderStats};
+use crate::time::SimTime;
+use std::collections::BTreeMap;
+
+/// The data sender of a flow: the Linux-like sender, or one of ns-2's agents (selected by
+/// (cca, stack), see `tcp::ns2::agent_for`). Enum dispatch: the Linux path stays inline.
+pub enum FlowSender {
+    Linux(Sender),
+    Ns2(Ns2Sender),
+}
+
+impl FlowSender {
+    /// A relay hands over more data (relay senders are always Linux senders).
+    #[inline]
+    pub fn supply(&mut self, now: SimTime, bytes: u64, out: &mut Vec<Packet>) {
+        if let FlowSender::Linux(s) = self {
+            s.supply(now, bytes, out);
+        }
+    }
+
+    /// The connection is established (a file server got the request).
+    pub fn established(&self) -> bool {
+        match self {
+            FlowSender::Linux(s) => s.state == crate::tcp::sender::ConnState::Established,
+            FlowSender::Ns2(_) => true,
+        }
+    }
+
+    #[inline]
+    pub fn start(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        match self {
+            FlowSender::Linux(s) => s.start(now, out),
+            FlowSender::Ns2(s) => s.start(now, out),
+        }
+    }
+
+    #[inline]
+    pub fn on_packet(&mut self, now: SimTime, p: &Packet, out: &mut Vec<Packet>) {
+        match self {
+            FlowSender::Linux(s) => s.on_packet(now, p, out),
+            FlowSender::Ns2(s) => s.on_packet(now, p, out),
+        }
+    }
+
+    #[inline]
+    pub fn on_timer(&mut self, now: SimTime, slot: TimerSlot, out: &mut Vec<Packet>) {
+        match self {
+            FlowSender::Linux(s) => s.on_timer(now, slot, out),
+            FlowSender::Ns2(s) => s.on_timer(now, slot, out),
+        }
+    }
+
+    #[inline]
+    pub fn timer_deadline(&self, slot: TimerSlot) -> Option<SimTime> {
+        match self {
+            FlowSender::Linux(s) => s.timer_deadline(slot),
+            FlowSender::Ns2(s) => s.timer_deadline(slot),
+        }
+    }
+
+    /// Counters of the sender.
+    pub fn stats(&self) -> &SenderStats {
+        match self {
+            FlowSender::Linux(s) => &s.stats,
+            FlowSender::Ns2(s) => &s.stats,
+        }
+    }
+
+    pub fn stats_mut(&mut self) -> &mut SenderStats {
+        match self {
+            FlowSender::Linux(s) => &mut s.stats,
+            FlowSender::Ns2(s) => &mut s.stats,
+        }
+    }
+
+    pub fn cwnd_bytes(&self) -> u64 {
+        match self {
+            FlowSender::Linux(s) => s.cwnd_bytes(),
+            FlowSender::Ns2(s) => s.cwnd_bytes(),
+        }
+    }
+
+    pub fn ssthresh_bytes(&self) -> u64 {
+        match self {
+            FlowSender::Linux(s) => s.ssthresh_bytes(),
+            FlowSender::Ns2(s) => s.ssthresh_bytes(),
+        }
+    }
+
+    /// Payload bytes per full segment.
+    pub fn mss(&self) -> u32 {
+        match self {
+            FlowSender::Linux(s) => s.cfg.mss,
+            FlowSender::Ns2(s) => s.mss(),
+        }
+    }
+
+    /// First unacknowledged byte.
+    pub fn snd_una(&self) -> u64 {
+        match self {
+            FlowSender::Linux(s) => s.snd_una,
+            FlowSender::Ns2(s) => s.snd_una(),
+        }
+    }
+
+    /// One past the highest byte sent.
+    pub fn snd_nxt(&self) -> u64 {
+        match self {
+            FlowSender::Linux(s) => s.snd_nxt,
+            FlowSender::Ns2(s) => s.snd_nxt(),
+        }
+    }
+
+    /// All of the application's data has been acknowledged.
+    pub fn finished(&self) -> bool {
+        match self {
+            FlowSender::Linux(s) => s.finished(),
+            FlowSender::Ns2(s) => s.finished(),
+        }
+    }
+
+    /// The Linux sender, if this flow runs one.
+    pub fn linux(&self) -> Option<&Sender> {
+        match self {
+            FlowSender::Linux(s) => Some(s),
+            FlowSender::Ns2(_) => None,
+        }
+    }
+
+    /// The ns-2 agent, if this flow runs one.
+    pub fn ns2(&self) -> Option<&Ns2Sender> {
+        match self {
+            FlowSender::Linux(_) => None,
+            FlowSender::Ns2(s) => Some(s),
+        }
+    }
+}
+
+/// One TCP connection — a whole flow end to end, or one leg of it between split-TCP PEPs
+/// — with both endpoints and the earliest pending heap event per timer slot.
+pub struct Flow {
+    pub cca: String,
+    pub start: SimTime,
+    pub app: AppConfig,
+    pub sender: FlowSender,
+    pub receiver: Receiver,
+    /// The user flow this connection belongs to, and its position on it (0 = at the server).
+    pub session: u32,
+    pub leg: u8,
+    /// ACKs are rewritten to ns-2 `TCPSink` sizes (`tcp::ns2::sink`).
+    pub(crate) ns2_sink: bool,
+    pub(crate) scheduled: [[Option<SimTime>; 4]; 2],
+}
+
+/// What one connection is made of.
+pub struct ConnSpec<'a> {
+    /// Index of the user flow (for error messages and random substream names).
+    pub flow: usize,
+    pub leg: usize,
+    /// Error-message prefix of its configuration (`flows[0]` or `flows[0].pep`).
+    pub field: String,
+    pub cca: &'a str,
+    pub cca_params: &'a BTreeMap<String, f64>,
+    pub tcp: &'a TcpConfig,
+    pub app: AppConfig,
+    pub start: SimTime,
+    /// The sender is fed by a relay (it sits at a PEP).
+    pub relay_sender: bool,
+    /// The receiver sits at a PEP with this relay buffer.
+    pub relay_limit: Option<u64>,
+}
+
+impl ConnSpec<'_> {
+    /// Random substream names: leg 0 keeps the names a one-leg flow always had, so adding
+    /// PEP support changed no existing result.
+    fn stream(&self, what: &str) -> String {
+        if self.leg == 0 {
+            format!("flow/{}/{what}", self.flow)
+        } else {
+            format!("flow/{}/leg{}/{what}", self.flow, self.leg)
+        }
+    }
+}
+
+/// Build a connection.
+pub fn build(seed: u64, spec: &ConnSpec<'_>, session: u32) -> Result<Flow, ConfigError> {
+    let t = spec.tcp;
+    let rwnd = if t.window_scaling {
+        t.rwnd_bytes
+    } else {
+        t.rwnd_bytes.min(65_535)
+    };
+    if let Some(kind) = ns2::agent_for(spec.cca, t.stack) {
+        if spec.relay_sender || spec.relay_limit.is_some() {
+            return Err(ConfigError(format!(
+                "{}.cca: {:?} runs ns-2 semantics, which a split-TCP PEP leg cannot use; \
+                 allowed: a Linux algorithm on PEP legs",
+                spec.field, spec.cca
+            )));
+        }
+        return ns2_conn(seed, spec, session, kind, rwnd);
+    }
+    let info = cc::info(spec.cca);
+    let sack = info.and_then(|ci| ci.sack).unwrap_or(t.sack);
+    let cc_needs_ecn = info.is_some_and(|ci| ci.ecn);
+    let ecn = t.ecn || cc_needs_ecn;
+    let init = FlowInit {
+        mss: t.mss_bytes,
+        initial_window: t.initial_window_pkts,
+    };
+    let mut rng = SimRng::substream(seed, &spec.stream("cca"));
+    let cc = cc::build(spec.cca, spec.cca_params, &init, &mut rng)
+        .map_err(|e| ConfigError(format!("{}.{}", spec.field, e.0)))?;
+    let scfg = SenderConfig {
+        mss: t.mss_bytes,
+        sack,
+        dsack: t.dsack && sack,
+        timestamps: t.timestamps,
+        initial_window: t.initial_window_pkts,
+        frto: t.frto,
+        rack: t.rack && sack,
+        tlp: t.tlp && sack,
+        pacing: t.pacing,
+        slow_start_after_idle: t.slow_start_after_idle,
+        app: spec.app,
+        relay: spec.relay_sender,
+        ecn,
+        ecn_always_ect: cc_needs_ecn,
+        prr: t.prr,
+        fack: t.fack && sack,
+    };
+    let rcfg = ReceiverConfig {
+        mss: t.mss_bytes,
+        sack,
+        dsack: t.dsack && sack,
+        timestamps: t.timestamps,
+        delayed_ack: t.delayed_ack,
+        rwnd_bytes: rwnd,
+        app: spec.app,
+        ecn: match (ecn, cc_needs_ecn) {
+            (false, _) => EcnEcho::Off,
+            (true, false) => EcnEcho::Classic,
+            (true, true) => EcnEcho::Dctcp,
+        },
+    };
+    let id = spec.flow as u32;
+    let mut sender = Sender::new(id, scfg, cc);
+    let mut receiver = Receiver::new(id, rcfg);
+    receiver.relay_limit = spec.relay_limit;
+    if t.random_ts_offset {
+        // Linux draws a 32-bit offset in timestamp ticks (1 ms).
+        let mut ts_rng = SimRng::substream(seed, &spec.stream("tsoffset"));
+        sender.ts_offset = ts_rng.below(1 << 32) * 1_000_000;
+        receiver.ts_offset = ts_rng.below(1 << 32) * 1_000_000;
+    }
+    Ok(Flow {
+        cca: spec.cca.to_string(),
+        start: spec.start,
+        app: spec.app,
+        sender: FlowSender::Linux(sender),
+        receiver,
+        session,
+        leg: spec.leg as u8,
+        ns2_sink: false,
+        scheduled: [[None; 4]; 2],
+    })
+}
+
+/// A connection running an ns-2 agent, with a receiver that behaves as ns-2's `TCPSink`
+/// (`TCPSink/Sack1` for sack/fack): every packet ACKed at once (unless the scenario asks for
+/// delayed ACKs), SACK only for the SACK agents, no D-SACK, the sender's timestamp always
+/// echoed (ns-2 sinks do), ECN off.
+fn ns2_conn(
+    seed: u64,
+    spec: &ConnSpec<'_>,
+    session: u32,
+    kind: ns2::Ns2Kind,
+    rwnd: u64,
+) -> Result<Flow, ConfigError> {
+    let t = spec.tcp;
+    let mut rng = SimRng::substream(seed, &spec.stream("ns2"));
+    let tcp = ns2::FlowTcp {
+        mss: t.mss_bytes,
+        initial_window: t.initial_window_pkts,
+        rwnd_bytes: rwnd,
+        timestamps: t.timestamps,
+        app: spec.app,
+    };
+    let id = spec.flow as u32;
+    let agent = ns2::build(kind, id, spec.cca_params, &tcp, rng.next_f64())
+        .map_err(|e| ConfigError(format!("{}.{}", spec.field, e.0)))?;
+    let rcfg = ReceiverConfig {
+        mss: t.mss_bytes,
+        sack: kind.uses_sack(),
+        dsack: false,
+        timestamps: true,
+        delayed_ack: t.delayed_ack,
+        rwnd_bytes: rwnd,
+        app: spec.app,
+        ecn: EcnEcho::Off,
+    };
+    Ok(Flow {
+        cca: spec.cca.to_string(),
+        start: spec.start,
+        app: spec.app,
+        sender: FlowSender::Ns2(agent),
+        receiver: Receiver::new(id, rcfg),
+        session,
+        leg: spec.leg as u8,
+        ns2_sink: true,
+        scheduled: [[None; 4]; 2],
+    })
+}

@@ -1,0 +1,180 @@
+//! User flows ("sessions"): a TCP flow is one connection end to end, or a chain of
+//! connections joined by split-TCP PEP relays; a CBR flow is a UDP source and sink.
+//!
+//! A relay at a PEP node joins an upstream connection (whose receiver sits at the PEP) to a
+//! downstream one (whose sender sits there). Bytes the upstream receiver delivers in order
+//! are handed to the downstream sender; the relay buffer holds them until the downstream
+//! side has them acknowledged, and the upstream receiver's advertised window shrinks as the
+//! buffer fills (backpressure: no byte is ever dropped by the PEP, memory stays bounded).
+use crate::app::udp::{UdpSink, UdpSource};
+use crate::config::{satellite_segment, AppConfig, ConfigError, PepMode, ScenarioConfig};
+use crate::conn::{self, ConnSpec, Flow};
+use crate::net::topology::{ConnPlan, Endpoint};
+use crate::stats::TimeWeighted;
+use crate::time::SimTime;
+
+/// A PEP relay between two connections of a flow.
+#[derive(Debug, Clone)]
+pub struct Relay {
+    /// Upstream connection (its receiver is at the PEP) and downstream one (its sender).
+    pub up: u32,
+    pub down: u32,
+    pub name: String,
+    pub limit_bytes: u64,
+    /// Bytes handed to the downstream sender so far.
+    pub supplied: u64,
+    /// Bytes held (received upstream, not yet acknowledged downstream), time-weighted.
+    pub occupancy: TimeWeighted,
+    /// The PEP opened its own connection on the other side (SYN spoofing done).
+    pub opened: bool,
+    /// The client's request reached the PEP and was released upstream.
+    pub released: bool,
+}
+
+/// What a user flow is.
+#[derive(Debug)]
+pub enum SessionKind {
+    Tcp {
+        conns: Vec<u32>,
+        relays: Vec<Relay>,
+    },
+    Udp {
+        source: UdpSource,
+        sink: UdpSink,
+        route: u32,
+    },
+}
+
+/// A user flow.
+#[derive(Debug)]
+pub struct Session {
+    pub cca: String,
+    pub start: SimTime,
+    pub app: AppConfig,
+    pub kind: SessionKind,
+}
+
+impl Session {
+    /// Connections of a TCP flow, from the server side (empty for UDP).
+    pub fn conns(&self) -> &[u32] {
+        match &self.kind {
+            SessionKind::Tcp { conns, .. } => conns,
+            SessionKind::Udp { .. } => &[],
+        }
+    }
+}
+
+/// The sessions, their connections, and the routing plans of the connections and of the
+/// UDP flows.
+pub struct Plan {
+    pub sessions: Vec<Session>,
+    pub conns: Vec<Flow>,
+    pub conn_plans: Vec<ConnPlan>,
+    pub udp_flows: Vec<usize>,
+}
+
+/// Legs of a TCP flow on this path: (from, to, crosses the satellite segment).
+fn legs(cfg: &ScenarioConfig) -> Vec<(Endpoint, Endpoint, bool)> {
+    let (segs, pep) = cfg.segments();
+    let g = satellite_segment(&segs);
+    match pep {
+        PepMode::None => vec![(Endpoint::Server, Endpoint::Client, true)],
+        PepMode::Gateway => vec![
+            (Endpoint::Server, Endpoint::Node(g), false),
+            (Endpoint::Node(g), Endpoint::Client, true),
+        ],
+        PepMode::Distributed => vec![
+            (Endpoint::Server, Endpoint::Node(g), false),
+            (Endpoint::Node(g), Endpoint::Node(g + 1), true),
+            (Endpoint::Node(g + 1), Endpoint::Client, false),
+        ],
+    }
+}
+
+/// Plan every flow of a scenario.
+pub fn plan(cfg: &ScenarioConfig) -> Result<Plan, ConfigError> {
+    let legs = legs(cfg);
+    let n_legs = legs.len();
+    let mut sessions = Vec::with_capacity(cfg.flows.len());
+    let mut conns: Vec<Flow> = Vec::new();
+    let mut conn_plans = Vec::new();
+    let mut udp_flows = Vec::new();
+    for (i, f) in cfg.flows.iter().enumerate() {
+        let start = SimTime(f.start_ns);
+        if let AppConfig::Cbr {
+            rate_bps,
+            packet_bytes,
+        } = f.app
+        {
+            sessions.push(Session {
+                cca: "udp-cbr".into(),
+                start,
+                app: f.app,
+                kind: SessionKind::Udp {
+                    source: UdpSource::new(i as u32, rate_bps, packet_bytes),
+                    sink: UdpSink::default(),
+                    route: udp_flows.len() as u32,
+                },
+            });
+            udp_flows.push(i);
+            continue;
+        }
+        let mut ids = Vec::with_capacity(n_legs);
+        let mut relays = Vec::new();
+        for (l, &(from, to, satellite)) in legs.iter().enumerate() {
+            // The leg over the satellite segment runs the PEP's TCP (when the flow names
+            // one and the path has PEPs); legs ending at an end host run the flow's own.
+            let use_pep = satellite && n_legs > 1 && f.pep.is_some();
+            let (cca, params, tcp, field) = match (&f.pep, use_pep) {
+                (Some(p), true) => (&p.cca, &p.cca_params, &p.tcp, format!("flows[{i}].pep")),
+                _ => (&f.cca, &f.cca_params, &f.tcp, format!("flows[{i}]")),
+            };
+            let buffer = f.pep.as_ref().map_or(4 * 1024 * 1024, |p| p.buffer_bytes);
+            let spec = ConnSpec {
+                flow: i,
+                leg: l,
+                field,
+                cca,
+                cca_params: params,
+                tcp,
+                app: f.app,
+                start,
+                relay_sender: l > 0,
+                relay_limit: (l + 1 < n_legs).then_some(buffer),
+            };
+            let id = conns.len() as u32;
+            conns.push(conn::build(cfg.seed, &spec, i as u32)?);
+            conn_plans.push(ConnPlan { flow: i, from, to });
+            if l > 0 {
+                let name = if n_legs == 2 {
+                    "pep".to_string()
+                } else {
+                    format!("pep{l}")
+                };
+                relays.push(Relay {
+                    up: id - 1,
+                    down: id,
+                    name,
+                    limit_bytes: buffer,
+                    supplied: 0,
+                    occupancy: TimeWeighted::default(),
+                    opened: false,
+                    released: false,
+                });
+            }
+            ids.push(id);
+        }
+        sessions.push(Session {
+            cca: f.cca.clone(),
+            start,
+            app: f.app,
+            kind: SessionKind::Tcp { conns: ids, relays },
+        });
+    }
+    Ok(Plan {
+        sessions,
+        conns,
+        conn_plans,
+        udp_flows,
+    })
+}

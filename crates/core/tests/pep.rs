@@ -1,0 +1,256 @@
+//! Split-TCP PEPs, multi-segment paths and CBR traffic.
+use serde_json::json;
+use tcplab_core::api::{self, RunResult};
+use tcplab_core::config::ScenarioConfig;
+use tcplab_core::session::SessionKind;
+use tcplab_core::sim::Simulation;
+
+fn dir(rate: u64, delay_ms: f64, per: f64, queue_pkts: u64) -> serde_json::Value {
+    json!({"rate_bps": rate, "delay_ns": (delay_ms * 1e6) as u64, "per": per,
+           "queue": {"limit_pkts": queue_pkts}})
+}
+
+/// The GEO path of the PEP studies: internet 100 Mbit/s 10 ms — satellite 10/2 Mbit/s
+/// 260 ms — access 100 Mbit/s 5 ms (base RTT 2·275 ms + 4·0.1 ms access = 550.4 ms).
+fn geo_path(pep: &str, sat_per: f64) -> serde_json::Value {
+    json!({"pep": pep, "segments": [
+        {"name": "internet", "forward": dir(100_000_000, 10.0, 0.0, 1000),
+                             "reverse": dir(100_000_000, 10.0, 0.0, 1000)},
+        {"name": "satellite", "forward": dir(10_000_000, 260.0, sat_per, 918),
+                              "reverse": dir(2_000_000, 260.0, 0.0, 918)},
+        {"name": "access", "forward": dir(100_000_000, 5.0, 0.0, 1000),
+                           "reverse": dir(100_000_000, 5.0, 0.0, 1000)}]})
+}
+
+fn scenario(path: serde_json::Value, flows: serde_json::Value, duration_s: u64) -> ScenarioConfig {
+    let v = json!({"name": "pep", "seed": 1, "duration_ns": duration_s * 1_000_000_000,
+        "path": path, "access": {"rate_bps": 1_000_000_000u64, "delay_ns": 100_000},
+        "flows": flows});
+    ScenarioConfig::from_json(&v.to_string()).expect("valid scenario")
+}
+
+fn download(cca: &str, pep: Option<&str>, size: u64) -> serde_json::Value {
+    let mut f = json!({"cca": cca, "app": {"kind": "file", "size_bytes": size}});
+    if let Some(p) = pep {
+        f["pep"] = json!({"cca": p});
+    }
+    f
+}
+
+fn run(cfg: ScenarioConfig) -> RunResult {
+    api::run(cfg).expect("runs")
+}
+
+fn completion_s(r: &RunResult) -> f64 {
+    r.flows[0].completion_ns.expect("download completed") as f64 / 1e9
+}
+
+#[test]
+fn pep_shortens_a_5mb_download_over_geo() {
+    // End to end, CUBIC pays the 550 ms RTT for the handshake, the request and every
+    // slow-start round: 3454 segments need rounds of 10, 20, 40, ... up to the satellite's
+    // 458-packet BDP, then ~3454/458 more RTTs at the link rate: about 13 RTTs (7 s).
+    // Through a distributed PEP the end hosts see 10-20 ms RTTs and the satellite leg runs
+    // the PEP's TCP. The request still has to cross the satellite once (it reaches the
+    // server at about 2 x 10.4 ms + 520 ms + 260 ms = 0.8 s), and 5 MB take at least
+    // 5e6 x 8 / 9.65e6 = 4.15 s at the payload rate of 10 Mbit/s, so no PEP can finish before
+    // ~0.8 + 4.15 + 0.26 = 5.2 s. Hybla (rho = 22) or a PEP window opened wide from the start
+    // should come close to that bound; the same CUBIC on the satellite leg gains only the
+    // local handshake.
+    let size = 5_000_000;
+    let with = |pep: &str, sat: serde_json::Value| {
+        let mut f = download("cubic", None, size);
+        f["pep"] = sat;
+        run(scenario(geo_path(pep, 0.0), json!([f]), 60))
+    };
+    let e2e = run(scenario(
+        geo_path("none", 0.0),
+        json!([download("cubic", None, size)]),
+        60,
+    ));
+    let pep_same = with("distributed", json!({"cca": "cubic"}));
+    let pep_iw = with(
+        "distributed",
+        json!({"cca": "cubic", "tcp": {"initial_window_pkts": 500}}),
+    );
+    let pep_hybla = with("distributed", json!({"cca": "hybla"}));
+    let t: Vec<f64> = [&e2e, &pep_same, &pep_iw, &pep_hybla]
+        .iter()
+        .map(|r| completion_s(r))
+        .collect();
+    eprintln!(
+        "5 MB download: e2e {:.2} s, PEP cubic {:.2} s, PEP cubic IW500 {:.2} s, PEP hybla {:.2} s",
+        t[0], t[1], t[2], t[3]
+    );
+    for r in [&e2e, &pep_same, &pep_iw, &pep_hybla] {
+        assert_eq!(r.flows[0].bytes_delivered, size);
+    }
+    let bound = 0.8 + 4.15 + 0.26;
+    assert!(t[0] > 6.0, "end to end needs ~13 RTTs of 0.55 s: {}", t[0]);
+    assert!(
+        t[1] < t[0],
+        "the PEP's local handshake saves time even with the same CUBIC"
+    );
+    for (name, x) in [("IW 500", t[2]), ("hybla", t[3])] {
+        assert!(
+            x >= bound && x < 1.15 * bound,
+            "PEP {name}: {x} s vs bound {bound} s"
+        );
+        assert!(x < 0.8 * t[0], "PEP {name}: {x} s vs end to end {} s", t[0]);
+    }
+    // The legs are reported, the satellite one running Hybla.
+    let legs = &pep_hybla.flows[0].legs;
+    assert_eq!(legs.len(), 3);
+    assert_eq!(
+        (
+            legs[1].from.as_str(),
+            legs[1].to.as_str(),
+            legs[1].cca.as_str()
+        ),
+        ("pep1", "pep2", "hybla")
+    );
+    assert!(legs.iter().all(|l| l.bytes_delivered == size));
+}
+
+#[test]
+fn gateway_pep_splits_in_two_and_the_server_sees_a_terrestrial_rtt() {
+    let r = run(scenario(
+        geo_path("gateway", 0.0),
+        json!([{"cca": "cubic", "app": {"kind": "bulk"}, "pep": {"cca": "hybla"}}]),
+        30,
+    ));
+    let f = &r.flows[0];
+    assert_eq!(f.legs.len(), 2);
+    // The server's connection ends at the gateway: RTT = 2·(10 + 0.1 ms) plus queueing at
+    // most, far below the 550 ms of the end-to-end path; the satellite leg spans
+    // 2·(260 + 5 + 0.1) = 530.2 ms plus serialization.
+    let rtt_min = f.rtt.min_ns.unwrap() as f64 / 1e6;
+    assert!((20.0..40.0).contains(&rtt_min), "server RTT {rtt_min} ms");
+    let sat_rtt = f.legs[1].rtt.min_ns.unwrap() as f64 / 1e6;
+    assert!(
+        (530.2..540.0).contains(&sat_rtt),
+        "satellite leg RTT {sat_rtt} ms"
+    );
+    // The satellite forward link is the bottleneck: ≥ 90 % of 10 Mbit/s · 1448/1500.
+    assert!(f.goodput_bps > 0.9 * 9.65e6, "goodput {}", f.goodput_bps);
+}
+
+#[test]
+fn backpressure_keeps_the_pep_buffer_within_its_limit_without_loss() {
+    // Terrestrial 100 Mbit/s into a 10 Mbit/s satellite leg: the server could send ten
+    // times faster than the PEP can forward. With a 1 MiB relay buffer, the PEP's advertised
+    // window must throttle the server so that the buffer never exceeds 1 MiB and no byte is
+    // dropped or duplicated anywhere along the chain.
+    let limit = 1 << 20;
+    let cfg = scenario(
+        geo_path("gateway", 0.0),
+        json!([{"cca": "cubic", "app": {"kind": "bulk"},
+                "pep": {"cca": "cubic", "buffer_bytes": limit}}]),
+        60,
+    );
+    let mut sim = Simulation::new(cfg).unwrap();
+    sim.run();
+    let r = api::summarize(&sim);
+    let buf = &r.flows[0].pep_buffer[0];
+    assert_eq!(buf.limit_bytes, limit);
+    assert!(buf.max_bytes <= limit, "max {}", buf.max_bytes);
+    assert!(
+        buf.max_bytes as f64 > 0.9 * limit as f64,
+        "the buffer filled: {}",
+        buf.max_bytes
+    );
+    // The server is held to the satellite rate (≈ 9.65 Mbit/s of payload), not 100 Mbit/s.
+    assert!(r.flows[0].legs[0].goodput_bps < 1.05 * 9.65e6);
+    // Byte integrity along the chain: each receiver got a prefix of the stream, in order,
+    // each byte once; the relay handed on exactly what it received.
+    let SessionKind::Tcp { conns, relays } = &sim.sessions[0].kind else {
+        panic!()
+    };
+    let up = &sim.flows[conns[0] as usize];
+    let down = &sim.flows[conns[1] as usize];
+    assert_eq!(up.receiver.stats.bytes_delivered, up.receiver.rcv_nxt);
+    assert_eq!(relays[0].supplied, up.receiver.rcv_nxt);
+    assert!(down.receiver.rcv_nxt <= relays[0].supplied);
+    assert!(down.receiver.rcv_nxt <= down.sender.snd_nxt());
+    assert_eq!(down.receiver.stats.dup_bytes, 0);
+    assert!(up.receiver.rcv_nxt - down.sender.snd_una() <= limit);
+    for l in &r.links {
+        assert_eq!(l.queue_drops + l.error_drops, 0, "{} dropped", l.name);
+    }
+}
+
+#[test]
+fn pep_relays_a_lossy_satellite_transfer_intact() {
+    // PER 1 % on the satellite leg: losses are repaired on that leg only; the client gets
+    // the whole file in order.
+    let size = 2_000_000;
+    let r = run(scenario(
+        geo_path("distributed", 1e-2),
+        json!([download("cubic", Some("hybla"), size)]),
+        120,
+    ));
+    let f = &r.flows[0];
+    assert_eq!(f.bytes_delivered, size);
+    assert!(f.completion_ns.is_some());
+    assert!(f.legs[1].retransmits > 0 && f.legs[0].retransmits == 0 && f.legs[2].retransmits == 0);
+}
+
+#[test]
+fn cbr_gets_its_rate_and_a_hand_computed_delay_when_the_link_has_room() {
+    // One 250 kbit/s CBR flow (1200 B payload, 1228 B on the wire) on an idle 4 Mbit/s GEO
+    // link: no loss; one-way delay = access 0.1 ms + 9824 bit / 1 Gbit/s (9.824 us) +
+    // satellite 250 ms + 9824 / 4e6 s (2.456 ms) + access 0.1 ms + 9.824 us = 252.675648 ms.
+    let path = json!({"pep": "none", "segments": [
+        {"name": "satellite", "forward": dir(4_000_000, 250.0, 0.0, 200),
+                              "reverse": dir(4_000_000, 250.0, 0.0, 200)}]});
+    let r = run(scenario(
+        path,
+        json!([{"cca": "reno", "app": {"kind": "cbr", "rate_bps": 250_000, "packet_bytes": 1200}}]),
+        60,
+    ));
+    let f = &r.flows[0];
+    assert_eq!(f.kind, "cbr");
+    assert_eq!(f.loss_ratio, Some(0.0));
+    let owd = f.owd.as_ref().unwrap();
+    let owd_ms = owd.mean_ns.unwrap() / 1e6;
+    assert!((owd_ms - 252.675648).abs() < 1e-6, "owd {owd_ms}");
+    // 60 s at 250 kbit/s, minus the datagrams still in flight at the end (~253 ms worth):
+    // ≈ 250 kbit/s · (1 − 0.253/60).
+    assert!(
+        (f.goodput_bps / 250_000.0 - 1.0).abs() < 0.01,
+        "goodput {}",
+        f.goodput_bps
+    );
+}
+
+#[test]
+fn cbr_competing_with_tcp_keeps_most_of_its_rate() {
+    // Six CUBIC flows and two 250 kbit/s CBR flows share a 4 Mbit/s satellite link with a
+    // 200-packet queue (the sat-train setup). The TCP flows fill the queue, so the CBR
+    // datagrams wait behind it (one-way delay up to 250 ms + 200·3 ms) and lose what a full
+    // queue drops, but they keep most of their rate: TCP backs off, CBR does not.
+    let path = json!({"pep": "none", "segments": [
+        {"name": "satellite", "forward": dir(4_000_000, 250.0, 0.0, 200),
+                              "reverse": dir(4_000_000, 250.0, 0.0, 200)}]});
+    let mut flows = vec![json!({"cca": "cubic", "app": {"kind": "bulk"}}); 6];
+    for _ in 0..2 {
+        flows.push(json!({"cca": "reno", "app": {"kind": "cbr", "rate_bps": 250_000, "packet_bytes": 1200}}));
+    }
+    let r = run(scenario(path, json!(flows), 120));
+    for f in r.flows.iter().filter(|f| f.kind == "cbr") {
+        assert!(
+            f.goodput_bps > 0.8 * 250_000.0,
+            "cbr goodput {}",
+            f.goodput_bps
+        );
+        let p95 = f.owd.as_ref().unwrap().p95_ns.unwrap() as f64 / 1e6;
+        assert!(p95 > 300.0 && p95 < 860.0, "cbr p95 delay {p95} ms");
+    }
+    let tcp: f64 = r
+        .flows
+        .iter()
+        .filter(|f| f.kind == "tcp")
+        .map(|f| f.goodput_bps)
+        .sum();
+    assert!(tcp > 3.0e6, "TCP keeps the rest: {tcp}");
+}
