@@ -70,6 +70,11 @@ pub struct BottleneckConfig {
 pub struct AccessConfig {
     pub rate_bps: u64,
     pub delay_ns: u64,
+    /// DropTail limit of every access interface, host side included (ns-2 puts a queue on
+    /// every link). `None`: routers keep 1000 packets and hosts never drop their own
+    /// packets (Linux TCP Small Queues).
+    #[serde(default)]
+    pub queue_pkts: Option<u64>,
 }
 
 /// What the application does.

@@ -48,6 +48,7 @@ fn path(
         access: AccessConfig {
             rate_bps: access_bps,
             delay_ns: access_delay_ns,
+            queue_pkts: None,
         },
         flows,
     }
@@ -253,6 +254,7 @@ fn two_dctcp_flows_share_the_link_fairly() {
         f.access = Some(AccessConfig {
             rate_bps: 10 * GBPS,
             delay_ns: access_delay_ns,
+            queue_pkts: None,
         });
         f
     };

@@ -90,10 +90,10 @@ fn dir_link(name: &str, d: &DirConfig, seed: u64) -> Link {
 
 fn access_link(name: String, a: &AccessConfig, host_side: bool, seed: u64) -> Link {
     let rng = SimRng::substream(seed, &format!("link/{name}/errors"));
-    let limit = if host_side {
-        QueueLimit::Unlimited
-    } else {
-        QueueLimit::Packets(ACCESS_QUEUE_PKTS)
+    let limit = match (a.queue_pkts, host_side) {
+        (Some(n), _) => QueueLimit::Packets(n.max(1)),
+        (None, true) => QueueLimit::Unlimited,
+        (None, false) => QueueLimit::Packets(ACCESS_QUEUE_PKTS),
     };
     Link::new(
         name,

@@ -69,6 +69,7 @@ impl Spec {
             access: AccessConfig {
                 rate_bps: 1_000_000_000,
                 delay_ns: ACCESS_DELAY_NS,
+                queue_pkts: None,
             },
             flows: (0..self.flows)
                 .map(|_| FlowConfig {
