@@ -45,6 +45,7 @@ impl Harness {
             rwnd_bytes: window_pkts * mss as u64,
             timestamps: false,
             app: AppConfig::Bulk,
+            relay: false,
         };
         let s = ns2::build(kind, 0, &BTreeMap::new(), &tcp, 0.5).unwrap();
         let r = Receiver::new(
