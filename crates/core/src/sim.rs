@@ -4,7 +4,7 @@
 use crate::cc::{self, FlowInit};
 use crate::config::{AppConfig, ConfigError, ScenarioConfig};
 use crate::event::{Event, EventQueue, Side, TimerSlot};
-use crate::net::link::Admission;
+use crate::net::link::{Admission, LinkOutput};
 use crate::net::packet::{flags as pflags, Packet, PacketPool};
 use crate::net::topology::Topology;
 use crate::rng::SimRng;
@@ -176,6 +176,8 @@ pub struct Simulation {
     pub flows: Vec<Flow>,
     pub end: SimTime,
     out: Vec<Packet>,
+    /// Scratch buffer for `Link::on_wake`.
+    link_out: Vec<LinkOutput>,
     pub series: SeriesRecorder,
     pub counters: PacketCounters,
     finished: bool,
@@ -275,6 +277,7 @@ impl Simulation {
             flows,
             end,
             out: Vec::with_capacity(64),
+            link_out: Vec::new(),
             series,
             counters: PacketCounters::default(),
             finished: false,
@@ -354,6 +357,7 @@ impl Simulation {
     fn dispatch(&mut self, now: SimTime, ev: Event) {
         match ev {
             Event::LinkDeliver { link } => self.link_deliver(now, link),
+            Event::LinkWake { link } => self.link_wake(now, link),
             Event::Timer { flow, side, slot } => self.timer(now, flow, side, slot),
             Event::FlowStart { flow } => {
                 let f = &mut self.flows[flow as usize];
@@ -439,7 +443,7 @@ impl Simulation {
         };
         let link_id = self.topo.routes[route as usize].links[hop as usize];
         let link = &mut self.topo.links[link_id as usize];
-        match link.admit(now, wire, ect) {
+        match link.offer(now, idx, wire, ect) {
             Admission::Arrives { at, ce } => {
                 if link.push(at, idx) {
                     self.queue
@@ -449,10 +453,45 @@ impl Simulation {
                     self.pool.get_mut(idx).flags |= pflags::CE;
                 }
             }
-            Admission::QueueDrop | Admission::ErrorDrop => {
+            Admission::Queued => {
+                if let Some(t) = link.arm_wakeup() {
+                    self.queue.schedule(t, Event::LinkWake { link: link_id });
+                }
+            }
+            Admission::QueueDrop
+            | Admission::ErrorDrop
+            | Admission::OutageDrop
+            | Admission::AqmDrop => {
                 self.pool.take(idx);
             }
         }
+    }
+
+    /// An event-driven link dequeues: put what it sent on the wire, free what it dropped.
+    fn link_wake(&mut self, now: SimTime, link_id: u32) {
+        let mut outs = std::mem::take(&mut self.link_out);
+        let link = &mut self.topo.links[link_id as usize];
+        link.on_wake(now, &mut outs);
+        for o in outs.drain(..) {
+            match o {
+                LinkOutput::Sent { pkt, at, ce } => {
+                    if link.push(at, pkt) {
+                        self.queue
+                            .schedule(at, Event::LinkDeliver { link: link_id });
+                    }
+                    if ce {
+                        self.pool.get_mut(pkt).flags |= pflags::CE;
+                    }
+                }
+                LinkOutput::Dropped { pkt, .. } => {
+                    self.pool.take(pkt);
+                }
+            }
+        }
+        if let Some(t) = link.arm_wakeup() {
+            self.queue.schedule(t, Event::LinkWake { link: link_id });
+        }
+        self.link_out = outs;
     }
 
     fn link_deliver(&mut self, now: SimTime, link_id: u32) {

@@ -47,26 +47,7 @@ impl Topology {
     pub fn dumbbell(cfg: &ScenarioConfig) -> Topology {
         let seed = cfg.seed;
         let mut links = Vec::with_capacity(2 + 4 * cfg.flows.len());
-        let dir_link = |name: &str, d: &DirConfig| {
-            let limit = match (d.queue.limit_pkts, d.queue.limit_bytes) {
-                (_, Some(b)) => QueueLimit::Bytes(b),
-                (Some(p), None) => QueueLimit::Packets(p),
-                (None, None) => QueueLimit::Packets(1000),
-            };
-            let mut l = Link::new(
-                name,
-                d.rate_bps,
-                SimDuration::from_ns(d.delay_ns),
-                limit,
-                ErrorModel {
-                    per: d.per,
-                    ber: d.ber,
-                },
-                SimRng::substream(seed, &format!("link/{name}/errors")),
-            );
-            l.ecn_threshold_pkts = d.ecn_threshold_pkts;
-            l
-        };
+        let dir_link = |name: &str, d: &DirConfig| Link::from_config(name, d, seed);
         links.push(dir_link("bottleneck.forward", &cfg.bottleneck.forward));
         links.push(dir_link("bottleneck.reverse", &cfg.bottleneck.reverse));
         let access_link = |name: String, a: &AccessConfig, host_side: bool| {
