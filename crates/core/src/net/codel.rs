@@ -270,7 +270,7 @@ mod tests {
         let mut drops = Vec::new();
         for k in 0..400u64 {
             let now = SimTime(k * 1_000_000 + 10_000_000);
-            c.dequeue(now, &mut q, |d| drops.push(now.ns() / 1_000_000));
+            c.dequeue(now, &mut q, |_| drops.push(now.ns() / 1_000_000));
         }
         // First above target at 10 ms, so ok to drop after 110 ms: the first drop is at
         // 111 ms (count 1), then drop_next = 111 + 100/√1 = 211, + 100/√2 = 281.71,
