@@ -32,8 +32,14 @@ fn path(
             kind: "droptail".into(),
             limit_pkts: Some(buffer_pkts),
             limit_bytes: None,
+            red: None,
+            codel: None,
         },
         ecn_threshold_pkts: k,
+        loss: None,
+        outages: Vec::new(),
+        rate_trace: None,
+        delivery_trace: None,
     };
     ScenarioConfig {
         name: "cc_e".into(),

@@ -363,8 +363,14 @@ fn goodput_ns2_scenario(cca: &str, mss: u32) -> tcplab_core::config::ScenarioCon
             kind: "droptail".into(),
             limit_pkts: Some(64),
             limit_bytes: None,
+            red: None,
+            codel: None,
         },
         ecn_threshold_pkts: None,
+        loss: None,
+        outages: Vec::new(),
+        rate_trace: None,
+        delivery_trace: None,
     };
     ScenarioConfig {
         name: format!("goodput-ns2 {cca} {mss}"),

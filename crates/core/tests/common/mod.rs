@@ -53,8 +53,14 @@ impl Spec {
                 kind: "droptail".into(),
                 limit_pkts: Some(self.queue_pkts),
                 limit_bytes: None,
+                red: None,
+                codel: None,
             },
             ecn_threshold_pkts: self.ecn_k,
+            loss: None,
+            outages: Vec::new(),
+            rate_trace: None,
+            delivery_trace: None,
         };
         ScenarioConfig {
             name: "test".into(),

@@ -325,7 +325,7 @@ impl Ns2Sender {
         self.supplied = (self.supplied + bytes).min(self.app_end);
         let mss = self.cfg.mss as u64;
         let mut pkts = self.supplied / mss;
-        if self.supplied == self.app_end && self.supplied % mss != 0 {
+        if self.supplied == self.app_end && !self.supplied.is_multiple_of(mss) {
             pkts += 1;
         }
         self.curseq = 1 + pkts as i64;
