@@ -120,6 +120,11 @@ pub fn check_startup(cfg: &Config, log: &Logger) -> Result<(), String> {
             }
         }
         Mode::Explicit { addr, host } => {
+            if addr.port() == 0 {
+                return Err(format!(
+                    "--upstream = {host:?}: port 0 is not a destination"
+                ));
+            }
             if *addr == cfg.listen
                 || (cfg.listen.ip().is_unspecified()
                     && addr.port() == cfg.listen.port()
@@ -374,21 +379,30 @@ fn upstream_socket(
     Ok(sock)
 }
 
-/// Connects the upstream leg, bounded by `--connect-timeout` and by shutdown.
+/// Connects the upstream leg, bounded by `--connect-timeout`, by shutdown and by the client
+/// giving up meanwhile (an RST from the client while a long-RTT connect is pending).
 async fn connect_upstream(
     cfg: &Config,
-    client: SocketAddr,
+    client: &TcpStream,
+    client_addr: SocketAddr,
     upstream: SocketAddr,
     shutdown: &mut watch::Receiver<bool>,
-) -> Result<TcpStream, Option<String>> {
-    let sock = upstream_socket(cfg, client, upstream).map_err(|e| Some(format!("socket: {e}")))?;
+) -> Result<TcpStream, Outcome> {
+    let sock = upstream_socket(cfg, client_addr, upstream)
+        .map_err(|e| Outcome::UpstreamFailed(format!("socket: {e}")))?;
     let sock = TcpSocket::from_std_stream(sock.into());
     tokio::select! {
-        _ = shutdown.wait_for(|v| *v) => Err(None),
+        _ = shutdown.wait_for(|v| *v) => Err(Outcome::Shutdown),
+        _ = client.ready(Interest::ERROR) => {
+            Err(Outcome::ResetByClient(socket_error(client, "client socket error")))
+        }
         r = tokio::time::timeout(cfg.connect_timeout, sock.connect(upstream)) => match r {
             Ok(Ok(s)) => Ok(s),
-            Ok(Err(e)) => Err(Some(format!("connect {upstream}: {e}"))),
-            Err(_) => Err(Some(format!("connect {upstream}: timed out after {:?}", cfg.connect_timeout))),
+            Ok(Err(e)) => Err(Outcome::UpstreamFailed(format!("connect {upstream}: {e}"))),
+            Err(_) => Err(Outcome::UpstreamFailed(format!(
+                "connect {upstream}: timed out after {:?}",
+                cfg.connect_timeout
+            ))),
         },
     }
 }
@@ -446,9 +460,8 @@ async fn handle_conn(
     {
         Outcome::UpstreamFailed(format!("{upstream} is the proxy itself (a loop)"))
     } else {
-        match connect_upstream(cfg, peer, upstream, &mut shutdown).await {
-            Err(None) => Outcome::Shutdown,
-            Err(Some(e)) => Outcome::UpstreamFailed(e),
+        match connect_upstream(cfg, &client, peer, upstream, &mut shutdown).await {
+            Err(outcome) => outcome,
             Ok(server) => {
                 if let Ok(name) = sockopt::get_cca(SockRef::from(&server)) {
                     set_string(&conn.cca_upstream, name);
@@ -619,7 +632,8 @@ async fn log_stats(every: Duration, ctx: Arc<Ctx>, mut shutdown: watch::Receiver
             _ = tick.tick() => {}
         }
         let s = &ctx.stats;
-        ctx.log.info(
+        // Asked for explicitly, so printed whatever the level.
+        ctx.log.always(
             "stats",
             &[
                 ("active", &s.active.load(Relaxed)),

@@ -389,3 +389,56 @@ async fn sigterm_and_sigint_stop_cleanly_with_exit_code_0() {
         assert_eq!(logfmt_field(&exit, "still_active"), Some("0"), "{exit}");
     }
 }
+
+/// A server whose accept queue is full drops SYNs, so connects to it hang: the proxy gives up
+/// after `--connect-timeout` (resetting the client), and a client that resets while the
+/// connect is pending is noticed at once (the connect is abandoned, not waited out).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pending_upstream_connect_times_out_or_follows_a_client_reset() {
+    let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    sock.bind(
+        &"127.0.0.1:0"
+            .parse::<std::net::SocketAddr>()
+            .unwrap()
+            .into(),
+    )
+    .unwrap();
+    sock.listen(0).unwrap();
+    let full = sock.local_addr().unwrap().as_socket().unwrap();
+    // Fill the accept queue (never accepted).
+    let _queued = std::net::TcpStream::connect(full).unwrap();
+    let proxy = Proxy::start(&["--upstream", &full.to_string(), "--connect-timeout", "1.5"]);
+
+    // A client that gives up (RST) while the upstream connect is pending.
+    let c = TcpStream::connect(proxy.addr).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    set_rst_on_close(&c);
+    drop(c);
+    let t0 = std::time::Instant::now();
+    let mut s = proxy.stats();
+    while s["reset_by_client"] != 1 && t0.elapsed() < Duration::from_secs(1) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        s = proxy.stats();
+    }
+    assert_eq!(s["reset_by_client"], 1, "{s}");
+    assert_eq!(s["active"], 0, "{s}");
+
+    // A client that waits: reset after the connect timeout.
+    let mut c = TcpStream::connect(proxy.addr).await.unwrap();
+    let t0 = std::time::Instant::now();
+    let mut b = [0u8; 1];
+    let r = tokio::time::timeout(Duration::from_secs(5), c.read(&mut b))
+        .await
+        .unwrap();
+    let waited = t0.elapsed();
+    assert_eq!(r.unwrap_err().kind(), std::io::ErrorKind::ConnectionReset);
+    assert!(waited >= Duration::from_millis(1400), "{waited:?}");
+    let s = proxy.wait_idle(Duration::from_secs(5));
+    assert_eq!(s["upstream_failed"], 1, "{s}");
+    let line = proxy
+        .log_lines()
+        .into_iter()
+        .find(|l| l.contains("outcome=upstream_failed"))
+        .unwrap();
+    assert!(line.contains("timed out"), "{line}");
+}
