@@ -442,3 +442,35 @@ async fn pending_upstream_connect_times_out_or_follows_a_client_reset() {
         .unwrap();
     assert!(line.contains("timed out"), "{line}");
 }
+
+/// Explicit mode over IPv6 loopback (skipped when the machine has no `::1`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ipv6_explicit_mode_relays_intact() {
+    let Ok(l) = TcpListener::bind("[::1]:0").await else {
+        println!("SKIPPED ipv6_explicit_mode_relays_intact: no IPv6 loopback");
+        return;
+    };
+    let up = l.local_addr().unwrap().to_string();
+    let proxy = Proxy::spawn(
+        &[],
+        &[
+            "--listen",
+            "[::1]:0",
+            "--upstream",
+            &up,
+            "--stats",
+            "[::1]:0",
+        ],
+    );
+    let c = TcpStream::connect(proxy.addr).await.unwrap();
+    let (s, _) = l.accept().await.unwrap();
+    let (mut cr, mut cw) = c.into_split();
+    let (mut sr, mut sw) = s.into_split();
+    let up_task = tokio::spawn(async move { send_stream(&mut cw, 5, 8 << 20).await.unwrap() });
+    let got_up = recv_stream(&mut sr).await.unwrap();
+    let sent_down = send_stream(&mut sw, 6, 8 << 20).await.unwrap();
+    assert_eq!(got_up, up_task.await.unwrap());
+    assert_eq!(recv_stream(&mut cr).await.unwrap(), sent_down);
+    let s = proxy.wait_idle(Duration::from_secs(5));
+    assert_eq!(s["closed"], 1, "{s}");
+}
