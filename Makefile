@@ -22,6 +22,11 @@ venv: $(VENV)/.deps
 # Debian's Chromium renders the HTML report in a browser test (headless). Installed by the
 # project itself when missing (needs root, as on CI).
 system-deps:
+	@command -v nft >/dev/null 2>&1 || { \
+	  echo "installing nftables (PEP proxy transparent-mode test)"; \
+	  apt-get install -y -q nftables >/dev/null 2>&1 || \
+	  { apt-get update -q >/dev/null && apt-get install -y -q nftables >/dev/null; } || \
+	  echo "warning: could not install nftables; the transparent-mode test will be skipped"; }
 	@command -v chromium >/dev/null 2>&1 || { \
 	  echo "installing Debian chromium (report browser test)"; \
 	  apt-get install -y -q chromium >/dev/null 2>&1 || \
@@ -36,10 +41,11 @@ build: venv
 demo: build
 	$(BIN)/tcplab demo --out demo-out
 
-test: build test-rust lint test-py
+test: build system-deps test-rust lint test-py
 
 test-rust:
 	$(CARGO) test --release -p tcplab-core
+	$(CARGO) test --profile tools -p tcplab-pep
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
 
 lint: build
