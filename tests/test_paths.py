@@ -558,3 +558,47 @@ def test_cli_sweep_switches_the_pep(tmp_path: Path) -> None:
     assert set(rows) == {"none", "distributed"}
     assert rows["distributed"]["pep"] == "distributed" and rows["none"]["pep"] == "none"
     assert rows["none"]["bottleneck"] == "satellite.forward"
+
+
+# --- access-link queues ------------------------------------------------------------------------
+
+
+def _ns2_access(queue: str | None) -> dict[str, Any]:
+    """One ns-2 Reno flow, window 128 x 1460 B, on a 10 Mbit/s access link into an idle
+    100 Mbit/s / 3 ms bottleneck."""
+    raw: dict[str, Any] = {
+        "name": "access-queue",
+        "duration": "5s",
+        "bottleneck": {"rate": "100Mbps", "delay": "3ms", "queue": "1000pkts"},
+        "access": {"rate": "10Mbps", "delay": "0.1ms"},
+        "flows": [
+            {
+                "cca": "reno",
+                "tcp": {"stack": "ns2", "mss": 1460, "rwnd": 186880, "window_scaling": True},
+            }
+        ],
+    }
+    if queue is not None:
+        raw["access"]["queue"] = queue
+    return raw
+
+
+def test_access_queue_is_written_only_when_given() -> None:
+    assert "queue_pkts" not in norm(_ns2_access(None))["access"]
+    assert norm(_ns2_access("64pkts"))["access"]["queue_pkts"] == 64
+
+
+def test_access_queue_drops_what_the_window_cannot_fit() -> None:
+    # The access link is the bottleneck: its pipe holds 10e6 x (2 x 3.2 ms) / (1500 x 8)
+    # = 5.3 packets. A 128-packet window needs 128 - 5 = 123 packets of queue; a 64-packet
+    # DropTail at the sender's access interface must overflow, so Reno retransmits. Without
+    # a limit the sender's own queue never drops (Linux TSQ) and the bottleneck sees no loss.
+    require_core_features("path")
+    unlimited = tcplab.run(_ns2_access(None))
+    limited = tcplab.run(_ns2_access("64pkts"))
+    assert unlimited.flows[0].retransmits == 0
+    assert limited.flows[0].retransmits > 0
+    # Either way the 10 Mbit/s access link carries close to its payload rate
+    # (1460/1500 x 10 Mbit/s = 9.73 Mbit/s) once the window has opened.
+    for r in (unlimited, limited):
+        assert 0.8 * 9.73e6 < r.flows[0].goodput_bps < 9.73e6

@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd  # type: ignore[import-untyped]
 import pytest
 from tcplab.aggregate import aggregate, ci95, t975
 from tcplab.errors import ScenarioError
@@ -303,7 +304,7 @@ def test_every_preset_study_loads() -> None:
     from tcplab.cli_study import presets
 
     found = presets()
-    assert {"geo-leaky", "cca-survey", "goodput-ns2"} <= set(found)
+    assert set(found) == {"geo-leaky", "cca-survey", "goodput-ns2", "pep-split", "sat-train"}
     for name, paths in found.items():
         for path in paths:
             st = load_study(path)
@@ -328,3 +329,39 @@ def test_reference_values_and_duplicate_runs(tmp_path: Path) -> None:
     bad["sweep"]["flows.1.cca"] = ["=flows.9.cca"]
     with pytest.raises(ScenarioError, match="refers to no other swept key"):
         list(study_from_dict(bad).points())
+
+
+def test_study_axes_numbers_units_and_names_lines_by_every_other_key() -> None:
+    from tcplab.axes import line_labels, study_axes
+
+    runs = pd.DataFrame(
+        {
+            "scenario_hash": list("abcdefgh"),
+            "seed": [1] * 8,
+            "variant": [""] * 8,
+            "path.pep": ["none", "gateway"] * 4,
+            "path.segments.1.rate": ["1Mbps", "1Mbps", "4Mbps", "4Mbps"] * 2,
+            "flows.0.cca": ["sack"] * 4 + ["vegas"] * 4,
+            "flows.0.pep.cca": ["sack"] * 4 + ["vegas"] * 4,
+            "goodput_bps": [1.0] * 8,
+        }
+    )
+    df, axes = study_axes(runs)
+    # No error rate and no numeric key: the rate written with units becomes the x axis.
+    assert axes.x == "path.segments.1.rate"
+    assert df["path.segments.1.rate"].tolist()[:3] == [1e6, 1e6, 4e6]
+    assert axes.x_label == "path.segments.1.rate (bit/s)"
+    assert axes.format_x(4e6) == "4Mbps"
+    # The PEP's algorithm repeats the flow's row by row: not part of the label.
+    assert axes.lines == ("flows.0.cca", "path.pep")
+    assert line_labels(df, axes.lines).tolist()[:2] == ["sack, none", "sack, gateway"]
+    # An error rate wins over other numbers, as x.
+    runs["bottleneck.per"] = [1e-3, 1e-2] * 4
+    _, axes = study_axes(runs.drop(columns=["path.pep"]))
+    assert axes.x == "bottleneck.per"
+    assert axes.lines == ("flows.0.cca", "path.segments.1.rate")
+    assert line_labels(runs, axes.lines).tolist()[:3] == [
+        "sack, 1Mbps",
+        "sack, 1Mbps",
+        "sack, 4Mbps",
+    ]

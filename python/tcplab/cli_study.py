@@ -21,8 +21,9 @@ from rich.console import Console
 from rich.table import Table
 
 from .aggregate import aggregate
+from .axes import study_axes
 from .errors import ScenarioError
-from .plots import PLOTS, axes_of, figure, save
+from .plots import PLOTS, figure, save
 from .report import write_report
 from .store import Store
 from .study import Study, load_study, study_from_dict
@@ -95,20 +96,25 @@ def _print_summary(console: Console, study: Study, store: Store, summary: SweepS
     runs = store.runs(study.name)
     if runs.empty:
         return
-    agg = aggregate(runs)
-    x, line = axes_of(runs)
+    df, axes = study_axes(runs)
+    agg = aggregate(df)
+    # Columns: the algorithm (the first line key); rows: variant, the other line keys, x.
+    column = axes.lines[0] if axes.lines else None
+    row_keys = ["variant", *axes.lines[1:], *([axes.x] if axes.x else [])]
     table = Table(title=f"{study.name}: goodput Mbit/s (mean over repetitions) / mean RTT ms")
-    keys = ["variant"] + ([x] if x else [])
-    for k in keys:
-        table.add_column(k)
-    lines = sorted(agg[line].dropna().unique()) if line else [None]
-    for value in lines:
+    for k in row_keys:
+        table.add_column(k.rsplit(".", 1)[-1])  # "rate" for path.segments.1.rate
+    columns = sorted(agg[column].dropna().unique()) if column else [None]
+    for value in columns:
         table.add_column(str(value) if value is not None else "all", justify="right")
-    for group, g in agg.groupby(keys, sort=True):
+    for group, g in agg.groupby(row_keys, sort=True, dropna=False):
         values = group if isinstance(group, tuple) else (group,)
-        cells = [f"{v:g}" if isinstance(v, float) else str(v) for v in values]
-        for value in lines:
-            cell = g[g[line] == value] if line else g
+        cells = [
+            axes.format_x(v) if k == axes.x else f"{v:g}" if isinstance(v, float) else str(v)
+            for k, v in zip(row_keys, values, strict=True)
+        ]
+        for value in columns:
+            cell = g[g[column] == value] if column else g
             if cell.empty:
                 cells.append("-")
                 continue

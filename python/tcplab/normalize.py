@@ -274,6 +274,8 @@ def normalize(scenario: Scenario) -> dict[str, Any]:
     else:
         raise Problem("the scenario has neither [bottleneck] nor [path]")  # checks.py said so
     out["access"] = {"rate_bps": scenario.access.rate_bps, "delay_ns": scenario.access.delay_ns}
+    if scenario.access.queue_pkts is not None:  # written only when used: old hashes stay valid
+        out["access"]["queue_pkts"] = scenario.access.queue_pkts
     out["flows"] = [_flow_json(scenario, flow) for flow in expanded_flows(scenario)]
     return out
 

@@ -1,10 +1,10 @@
 """Figures from the results database. Plot kinds are data (`PLOTS`), drawn with matplotlib
 (Agg backend, no display needed) to SVG for reports or to PNG/SVG/PDF files.
 
-Axes are chosen from the study: x is `bottleneck.per` if swept (log scale), else another swept
-error rate (`path.segments.1.per`, log scale too), else the first numeric swept key; one line
-per value of the algorithm key (`flows.0.cca`, or the first text key); one panel per variant.
-Error bars are 95 % confidence intervals across repetitions.
+Axes are chosen from the study (`axes.study_axes`): x is the swept error rate (log scale) or
+else the numeric key with most values; one line per combination of the other swept keys
+(algorithm first); one panel per variant. Error bars are 95 % confidence intervals across
+repetitions.
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from .aggregate import aggregate
+from .axes import LINE, StudyAxes, is_error_rate, line_labels, study_axes
 from .errors import ScenarioError
-from .store import Store, param_columns
+from .store import Store
 
 Kind = Literal["metric", "bars", "series"]
 
@@ -85,15 +86,17 @@ PLOTS: Final[dict[str, PlotSpec]] = {
 }
 
 
-def axes_of(runs: pd.DataFrame) -> tuple[str | None, str | None]:
-    """(x parameter, line parameter) for a study's runs."""
-    params = param_columns(runs)
-    numeric = [p for p in params if pd.api.types.is_numeric_dtype(runs[p])]
-    text = [p for p in params if p not in numeric]
-    per = sorted((p for p in numeric if _is_error_rate(p)), key=lambda p: p != "bottleneck.per")
-    x = per[0] if per else (numeric[0] if numeric else None)
-    line = next((p for p in text if p.endswith("cca")), text[0] if text else None)
-    return x, line
+def axes_of(runs: pd.DataFrame) -> StudyAxes:
+    """The x key and the line keys of a study's runs."""
+    return study_axes(runs)[1]
+
+
+def _prepared(runs: pd.DataFrame) -> tuple[pd.DataFrame, StudyAxes]:
+    """Aggregated grid points with numeric axes and a `line` label column."""
+    df, axes = study_axes(runs)
+    agg = aggregate(df)
+    agg[LINE] = line_labels(agg, axes.lines)
+    return agg, axes
 
 
 def _panels(df: pd.DataFrame) -> list[str]:
@@ -107,14 +110,13 @@ def _fig(n_panels: int, title: str) -> tuple[Figure, list[Axes]]:
 
 
 def metric_figure(spec: PlotSpec, runs: pd.DataFrame) -> Figure:
-    agg = aggregate(runs)
-    x, line = axes_of(runs)
+    agg, axes = _prepared(runs)
+    x = axes.x
     panels = _panels(agg)
     fig, axs = _fig(len(panels), spec.title)
     for ax, variant in zip(axs, panels, strict=True):
         sub = agg[agg["variant"] == variant] if variant else agg
-        groups = sub.groupby(line) if line else [("all", sub)]
-        for label, g in groups:
+        for label, g in sub.groupby(LINE, sort=True):
             if x is None:
                 continue
             g = g.sort_values(x)
@@ -133,7 +135,7 @@ def metric_figure(spec: PlotSpec, runs: pd.DataFrame) -> Figure:
         if _logx(sub, x):
             ax.set_xscale("log")
         ax.set_ylim(bottom=0)  # every metric here is non-negative; CIs can dip below 0
-        ax.set_xlabel(x or "")
+        ax.set_xlabel(axes.x_label)
         ax.set_ylabel(spec.ylabel)
         ax.set_title(variant or "")
         ax.grid(alpha=0.3)
@@ -142,33 +144,28 @@ def metric_figure(spec: PlotSpec, runs: pd.DataFrame) -> Figure:
     return fig
 
 
-def _is_error_rate(key: str) -> bool:
-    """A swept packet/bit error rate (`bottleneck.per`, `path.segments.1.per`, ...)."""
-    return key.rsplit(".", 1)[-1] in ("per", "ber", "return_per", "return_ber")
-
-
 def _logx(df: pd.DataFrame, x: str | None) -> bool:
     if x is None:
         return False
     col = pd.to_numeric(df[x], errors="coerce").dropna()
-    return _is_error_rate(x) or (
+    return is_error_rate(x) or (
         len(col) > 0 and bool((col > 0).all()) and col.max() / col.min() > 100
     )
 
 
 def bars_figure(spec: PlotSpec, runs: pd.DataFrame) -> Figure:
     """Grouped bars: one group per x value, one bar per line value (mean ± 95 % CI)."""
-    agg = aggregate(runs)
-    x, line = axes_of(runs)
+    agg, axes = _prepared(runs)
+    x = axes.x
     panels = _panels(agg)
     fig, axs = _fig(len(panels), spec.title)
     for ax, variant in zip(axs, panels, strict=True):
         sub = agg[agg["variant"] == variant] if variant else agg
         xs = sorted(sub[x].dropna().unique()) if x else [None]
-        labels = sorted(sub[line].dropna().unique()) if line else [None]
+        labels = sorted(sub[LINE].unique())
         width = 0.8 / max(len(labels), 1)
         for j, label in enumerate(labels):
-            g = sub[sub[line] == label] if line else sub
+            g = sub[sub[LINE] == label]
             means, errs = [], []
             for xv in xs:
                 cell = g[g[x] == xv] if x else g
@@ -182,12 +179,12 @@ def bars_figure(spec: PlotSpec, runs: pd.DataFrame) -> Figure:
             rotation=45,
             fontsize=7,
         )
-        ax.set_xlabel(x or "")
+        ax.set_xlabel(axes.x_label)
         ax.set_ylabel(spec.ylabel)
         ax.set_ylim(bottom=0)
         ax.set_title(variant or "")
         ax.grid(alpha=0.3, axis="y")
-        if line:
+        if axes.lines:
             ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
@@ -196,24 +193,23 @@ def bars_figure(spec: PlotSpec, runs: pd.DataFrame) -> Figure:
 def chosen_runs(runs: pd.DataFrame, max_runs: int = 8) -> pd.DataFrame:
     """Representative runs for time series: per (variant, line value), the lowest seed at the
     median value of the x parameter."""
-    x, line = axes_of(runs)
-    df = runs
-    if x is not None:
-        xs = sorted(df[x].dropna().unique())
-        df = df[df[x] == xs[len(xs) // 2]]
-    keys = ["variant"] + ([line] if line else [])
-    return df.sort_values("seed").groupby(keys, dropna=False).head(1).head(max_runs)
+    df, axes = study_axes(runs)
+    df[LINE] = line_labels(df, axes.lines)
+    if axes.x is not None:
+        xs = sorted(df[axes.x].dropna().unique())
+        df = df[df[axes.x] == xs[len(xs) // 2]]
+    chosen = df.sort_values("seed").groupby(["variant", LINE], dropna=False).head(1)
+    return chosen.head(max_runs)
 
 
 def series_figure(spec: PlotSpec, runs: pd.DataFrame, store: Store) -> Figure:
-    _, line = axes_of(runs)
     chosen = chosen_runs(runs)
     fig, axs = _fig(1, spec.title)
     ax = axs[0]
     for _, r in chosen.iterrows():
         s = store.series(str(r["scenario_hash"]), int(r["seed"]))
         s = s[s["flow"] == s["flow"].min()]
-        label = " ".join(str(v) for v in (r["variant"], r[line] if line else "") if v)
+        label = " ".join(str(v) for v in (r["variant"], r[LINE]) if v and v != "all")
         ax.plot(s["t_s"], s[spec.column] * spec.scale, lw=1, label=label or "run")
     ax.set_xlabel("time (s)")
     ax.set_ylabel(spec.ylabel)
@@ -261,5 +257,5 @@ def save(fig: Figure, path: str) -> None:
 
 def available(runs: pd.DataFrame) -> Sequence[str]:
     """Plots that make sense for this study."""
-    x, _ = axes_of(runs)
+    x = axes_of(runs).x
     return [n for n, p in PLOTS.items() if p.kind != "metric" or x is not None]

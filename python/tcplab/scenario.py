@@ -482,10 +482,15 @@ class PathSpec(_Model):
 
 
 class AccessSpec(_Model):
-    """The default access link on both ends of every flow (sender side and receiver side)."""
+    """The default access link on both ends of every flow (sender side and receiver side).
+
+    `queue` puts a DropTail of that many packets on every access interface, the hosts' own
+    included (as ns-2 does on every link); without it, routers keep 1000 packets and hosts
+    never drop their own packets (Linux TCP Small Queues)."""
 
     rate_bps: RateBps = Field(10**9, alias="rate")
     delay_ns: DelayNs = Field(100_000, alias="delay")
+    queue_pkts: PktCount | None = Field(None, alias="queue")
 
 
 class FlowAccessSpec(_Model):

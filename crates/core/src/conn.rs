@@ -290,6 +290,7 @@ fn ns2_conn(
         timestamps: t.timestamps,
         app: spec.app,
         relay: spec.relay_sender,
+        peer_window: spec.relay_limit.is_some(),
     };
     let id = spec.flow as u32;
     let agent = ns2::build(kind, id, spec.cca_params, &tcp, rng.next_f64())

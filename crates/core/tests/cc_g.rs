@@ -46,6 +46,7 @@ impl Harness {
             timestamps: false,
             app: AppConfig::Bulk,
             relay: false,
+            peer_window: false,
         };
         let s = ns2::build(kind, 0, &BTreeMap::new(), &tcp, 0.5).unwrap();
         let r = Receiver::new(

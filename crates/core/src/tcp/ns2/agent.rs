@@ -85,6 +85,8 @@ pub struct Ns2Config {
     pub app: AppConfig,
     /// Fed by a relay: the application's data arrives over time (`supply`).
     pub relay: bool,
+    /// Obey the receiver's advertised window (a PEP relay's backpressure).
+    pub peer_window: bool,
     /// NewReno: `partial_window_deflation_`, `newreno_changes1_`.
     pub partial_window_deflation: bool,
     pub newreno_changes1: bool,
@@ -224,6 +226,11 @@ pub struct Ns2Sender {
     pub closed: bool,
     /// Retransmission timer deadline.
     pub rtx_timer: Option<SimTime>,
+    /// With `peer_window`: the highest packet the receiver's window admits, and the
+    /// zero-window probe timer with its backoff count.
+    pub peer_edge: i64,
+    persist_timer: Option<SimTime>,
+    probes: u32,
     // --- variants ---
     pub reno: RenoState,
     pub sack1: Sack1State,
@@ -288,6 +295,9 @@ impl Ns2Sender {
             firstsent: 0.0,
             closed: false,
             rtx_timer: None,
+            peer_edge: i64::MAX,
+            persist_timer: None,
+            probes: 0,
             reno: RenoState::default(),
             sack1: Sack1State::default(),
             fack: FackState::default(),
@@ -354,6 +364,7 @@ impl Ns2Sender {
                     self.open = Open::Established;
                     self.pending.push(self.control(PacketKind::Ack));
                 }
+                self.note_peer_window(p);
                 let a = AckInfo::new(0, &[], self.echo(p));
                 self.recv(&a);
             }
@@ -365,6 +376,14 @@ impl Ns2Sender {
             PacketKind::Ack if self.open == Open::Established => {
                 let mss = self.cfg.mss as u64;
                 let seqno = p.ack.div_ceil(mss) as i64;
+                if self.note_peer_window(p) && seqno <= self.highest_ack {
+                    // A window update (the relay drained), not a duplicate ACK: TCP counts
+                    // an ACK as a dupACK only if the window is unchanged (RFC 5681 §2).
+                    self.send_much(self.cfg.max_burst);
+                    self.check_persist();
+                    out.append(&mut self.pending);
+                    return;
+                }
                 let mut sacks = [(0i64, 0i64); 4];
                 let n = p.n_sack as usize;
                 for (d, b) in sacks.iter_mut().zip(p.sack_blocks()) {
@@ -375,6 +394,7 @@ impl Ns2Sender {
             }
             _ => {}
         }
+        self.check_persist();
         out.append(&mut self.pending);
     }
 
@@ -386,15 +406,80 @@ impl Ns2Sender {
             self.timeout();
             self.after_event();
         }
+        if slot == TimerSlot::Handshake && self.persist_timer.is_some_and(|t| t <= now) {
+            self.persist_timer = None;
+            if self.window_blocked() {
+                self.probes += 1;
+                self.send_probe();
+            }
+        }
+        self.check_persist();
         out.append(&mut self.pending);
     }
 
-    /// Deadline of a timer slot, if armed (only the retransmission timer is used).
+    /// Deadline of a timer slot, if armed. The agent's own handshake runs on the
+    /// retransmission timer (packet 0), so the Handshake slot carries the persist timer.
     pub fn timer_deadline(&self, slot: TimerSlot) -> Option<SimTime> {
         match slot {
             TimerSlot::Retransmit => self.rtx_timer,
+            TimerSlot::Handshake => self.persist_timer,
             _ => None,
         }
+    }
+
+    // --- the receiver's window (only behind a PEP relay) -------------------------------
+
+    /// Take the right edge a packet advertises; true if it moved.
+    fn note_peer_window(&mut self, p: &Packet) -> bool {
+        if !self.cfg.peer_window {
+            return false;
+        }
+        let edge_bytes = p.ack + p.wnd;
+        // Packet k ends at k·MSS (or at the stream's end): admitted if that is in the window.
+        let edge = if edge_bytes >= self.app_end {
+            i64::MAX
+        } else {
+            (edge_bytes / self.cfg.mss as u64) as i64
+        };
+        let moved = edge != self.peer_edge;
+        self.peer_edge = edge;
+        moved
+    }
+
+    /// The first packet to send lies beyond the receiver's window and nothing is in flight:
+    /// only a probe can recover a lost window update.
+    fn window_blocked(&self) -> bool {
+        self.cfg.peer_window
+            && self.open == Open::Established
+            && self.t_seqno < self.curseq
+            && self.t_seqno > self.peer_edge
+            && self.highest_ack >= self.maxseq
+    }
+
+    /// Arm or cancel the persist timer (RFC 9293 §3.8.6.1), backing off as the RTO does.
+    fn check_persist(&mut self) {
+        if !self.window_blocked() {
+            self.persist_timer = None;
+            self.probes = 0;
+        } else if self.persist_timer.is_none() {
+            let secs = (self.rtt.timeout() * f64::from(1u32 << self.probes.min(10)))
+                .min(self.cfg.max_rto_s);
+            self.persist_timer = Some(self.now + SimDuration((secs * 1e9).round() as u64));
+        }
+    }
+
+    /// A segment without payload: the receiver answers with its current window.
+    fn send_probe(&mut self) {
+        let mut p = self.control(PacketKind::Data);
+        p.seq = self.snd_una();
+        self.pending.push(p);
+    }
+
+    /// Last packet the send loops may emit as new data: the application's supply and,
+    /// behind a relay, the receiver's window.
+    #[inline]
+    pub(crate) fn send_limit(&self) -> i64 {
+        self.curseq.min(self.peer_edge.saturating_add(1))
     }
 
     /// `cwnd_` in bytes (without Reno's `dupwnd_` inflation).
@@ -667,7 +752,7 @@ impl Ns2Sender {
             self.firstsent = self.clock();
         }
         let mut npackets = 0;
-        while self.t_seqno <= self.highest_ack + win && self.t_seqno < self.curseq {
+        while self.t_seqno <= self.highest_ack + win && self.t_seqno < self.send_limit() {
             self.output(self.t_seqno);
             npackets += 1;
             self.t_seqno += 1;
@@ -683,7 +768,7 @@ impl Ns2Sender {
         let t = self.t_seqno as f64;
         let ha = self.highest_ack as f64;
         if t <= ha + self.cfg.window_pkts
-            && self.t_seqno < self.curseq
+            && self.t_seqno < self.send_limit()
             && t <= ha + self.cwnd + self.dupacks as f64
         {
             self.output(self.t_seqno);
@@ -841,6 +926,7 @@ pub(crate) mod testutil {
             timestamps: false,
             app: AppConfig::Bulk,
             relay: false,
+            peer_window: false,
         };
         let mut s = build(kind, 0, &given, &tcp, 0.0).unwrap();
         let mut out = Vec::new();
@@ -947,5 +1033,68 @@ mod tests {
         assert_eq!((s.cwnd, s.ssthresh), (1.0, 5));
         assert_eq!(s.rtt.t_backoff, 2);
         assert_eq!(s.stats.rto_count, 1);
+    }
+
+    /// An ACK packet as the relay's receiver sends it: cumulative byte ACK and window.
+    fn wire_ack(ack_bytes: u64, wnd_bytes: u64) -> Packet {
+        Packet {
+            kind: PacketKind::Ack,
+            ack: ack_bytes,
+            wnd: wnd_bytes,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn behind_a_relay_the_advertised_window_limits_sending_and_a_probe_reopens_it() {
+        let mut s = established(Ns2Kind::Reno, 100, &[]);
+        s.cfg.peer_window = true;
+        sent(&mut s);
+        let mut out = Vec::new();
+        // Packets 1, 2 are out (cwnd 2). ACK 1 raises cwnd to 3 and advertises 3000 bytes:
+        // the right edge is byte 4000, so packets 3 and 4 (ending at 3000, 4000) fit.
+        s.on_packet(SimTime(200_000_000), &wire_ack(1000, 3000), &mut out);
+        let nums = |o: &Vec<Packet>| -> Vec<u64> { o.iter().map(|p| p.seq / 1000 + 1).collect() };
+        assert_eq!(nums(&out), vec![3, 4]);
+        assert_eq!(s.peer_edge, 4);
+        out.clear();
+        // Everything ACKed, window closed (the relay is full): nothing to send, the persist
+        // timer runs instead of the retransmission timer.
+        s.on_packet(SimTime(210_000_000), &wire_ack(4000, 0), &mut out);
+        assert!(out.is_empty());
+        assert_eq!(s.highest_ack, s.maxseq);
+        let t = s
+            .timer_deadline(TimerSlot::Handshake)
+            .expect("persist timer armed");
+        assert!(s.cwnd > 2.0, "a closed window is not congestion");
+        // The window update is lost; the probe is an empty segment at snd_una.
+        s.on_timer(t, TimerSlot::Handshake, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(
+            (out[0].kind, out[0].seq, out[0].len),
+            (PacketKind::Data, 4000, 0)
+        );
+        out.clear();
+        let backoff = s.timer_deadline(TimerSlot::Handshake).unwrap().since(t);
+        assert!(backoff.ns() > 0);
+        // The answer reopens the window: same cumulative ACK, so a window update and no
+        // dupACK; new data leaves at once and the persist timer stops.
+        let cwnd = s.cwnd;
+        s.on_packet(t + SimDuration(20_000_000), &wire_ack(4000, 2000), &mut out);
+        assert_eq!(nums(&out), vec![5, 6]);
+        assert_eq!((s.dupacks, s.cwnd), (0, cwnd));
+        assert!(s.timer_deadline(TimerSlot::Handshake).is_none());
+        // Three window-update ACKs with the same cumulative ACK never trigger a fast
+        // retransmit (each moves the edge).
+        out.clear();
+        for (k, w) in [3000u64, 4000, 5000].iter().enumerate() {
+            s.on_packet(
+                t + SimDuration(30_000_000 + k as u64),
+                &wire_ack(4000, *w),
+                &mut out,
+            );
+        }
+        assert_eq!(s.dupacks, 0);
+        assert!(out.iter().all(|p| p.flags & flags::RETRANS == 0));
     }
 }

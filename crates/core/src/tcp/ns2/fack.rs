@@ -165,7 +165,7 @@ impl Ns2Sender {
         while self.t_seqno <= self.fack.fack + win - self.fack.retran_data && !self.fack.timeout {
             let mut xmit = self.fack.scb.next_retran();
             if xmit == -1 {
-                if self.t_seqno >= self.curseq {
+                if self.t_seqno >= self.send_limit() {
                     return;
                 }
                 if self.fack.fastrecov && self.t_seqno > self.highest_ack + wnd {

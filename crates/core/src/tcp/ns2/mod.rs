@@ -302,6 +302,9 @@ pub struct FlowTcp {
     pub app: AppConfig,
     /// The data comes from a split-TCP PEP relay, handed over as it arrives (`supply`).
     pub relay: bool,
+    /// The receiver is a PEP relay whose advertised window carries its backpressure: obey
+    /// it (ns-2 sinks never shrink their window, so plain ns-2 agents ignore it).
+    pub peer_window: bool,
 }
 
 /// Build the agent `kind` for a flow, checking `params` against the agent's list.
@@ -337,6 +340,7 @@ pub fn build(
     };
     let cfg = Ns2Config {
         mss: tcp.mss,
+        peer_window: tcp.peer_window,
         window_pkts: (tcp.rwnd_bytes / tcp.mss as u64).max(1) as f64,
         window_init: tcp.initial_window as f64,
         max_burst: p.int("max_burst", 0, 1_000_000)?,
@@ -396,6 +400,7 @@ mod tests {
             timestamps: false,
             app: AppConfig::Bulk,
             relay: false,
+            peer_window: false,
         };
         let e = build(Ns2Kind::Sack1, 0, &given, &tcp, 0.5).err().unwrap();
         assert!(

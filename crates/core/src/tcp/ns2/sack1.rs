@@ -160,7 +160,7 @@ impl Ns2Sender {
                 } else {
                     self.t_seqno <= self.highest_ack + win
                 };
-                if room && self.t_seqno < self.curseq {
+                if room && self.t_seqno < self.send_limit() {
                     found = true;
                     xmit = self.t_seqno;
                     self.t_seqno += 1;
