@@ -27,11 +27,19 @@ system-deps:
 	  apt-get install -y -q chromium >/dev/null 2>&1 || \
 	  { apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null; } || \
 	  echo "warning: could not install chromium; the browser test will be skipped"; }
+	@command -v iperf3 >/dev/null 2>&1 && command -v nft >/dev/null 2>&1 || { \
+	  echo "installing Debian iperf3 and nftables (tcplab emulate)"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get install -y -q iperf3 nftables >/dev/null 2>&1 || \
+	  { apt-get update -q >/dev/null && apt-get install -y -q iperf3 nftables >/dev/null; } || \
+	  echo "warning: could not install iperf3/nftables; the real-stack tests will be skipped"; }
 
 
-# Build the Rust extension in release mode and install the package (editable) into .venv.
+# Build the Rust extension in release mode and install the package (editable) into .venv;
+# also the real-stack binaries in target/release (tcplab-emu), found by tcplab.realstack.
 build: venv
 	VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/maturin develop --release --extras dev -q
+	$(CARGO) build --release -q -p tcplab-emu
 
 demo: build
 	$(BIN)/tcplab demo --out demo-out
