@@ -18,10 +18,10 @@ use tcplab_core::time::{serialization_time, SimDuration, SimTime};
 pub enum Verdict {
     /// Write it to the far end at `at`; `ce`: set the ECN field to Congestion Experienced.
     Deliver { at: SimTime, ce: bool },
-    /// The DropTail queue was full.
-    QueueDrop,
-    /// Corrupted by the error model (Bernoulli PER/BER or Gilbert-Elliott).
-    ErrorDrop,
+    /// The simulator's link dropped it (full queue, PER/BER error, …).
+    Dropped(Admission),
+    /// Lost by the Gilbert-Elliott model.
+    LossModelDrop,
     /// The link was down (an outage) when the packet's transmission would start.
     OutageDrop,
 }
@@ -155,8 +155,6 @@ impl DirModel {
             return Verdict::OutageDrop;
         }
         match self.link.admit(now, wire_bytes, ect) {
-            Admission::QueueDrop => Verdict::QueueDrop,
-            Admission::ErrorDrop => Verdict::ErrorDrop,
             Admission::Arrives { at, ce } => {
                 let tx = serialization_time(wire_bytes as u64, self.link.rate_bps);
                 let start = (at - self.link.delay - tx)
@@ -169,12 +167,15 @@ impl DirModel {
                 }
                 if self.ge.as_mut().is_some_and(GeState::lose) {
                     self.link.stats.error_drops += 1;
-                    return Verdict::ErrorDrop;
+                    return Verdict::LossModelDrop;
                 }
                 let at = at.max(self.last_at);
                 self.last_at = at;
                 Verdict::Deliver { at, ce }
             }
+            // Every other admission is a drop (full queue, error): one arm, so drop kinds
+            // the simulator's link may add need no change here.
+            dropped => Verdict::Dropped(dropped),
         }
     }
 
@@ -312,7 +313,10 @@ mod tests {
                 Verdict::Deliver { .. }
             ));
         }
-        assert_eq!(m.offer(SimTime(0), 1500, false), Verdict::QueueDrop);
+        assert_eq!(
+            m.offer(SimTime(0), 1500, false),
+            Verdict::Dropped(Admission::QueueDrop)
+        );
         assert_eq!(m.stats().queue_drops, 1);
     }
 
@@ -346,7 +350,7 @@ mod tests {
         });
         let mut m = DirModel::new("l", &cfg, 1, 1000 * MS);
         for i in 0..10 {
-            assert_eq!(m.offer(SimTime(i * MS), 100, false), Verdict::ErrorDrop);
+            assert_eq!(m.offer(SimTime(i * MS), 100, false), Verdict::LossModelDrop);
         }
         assert_eq!(m.stats().error_drops, 10);
     }
@@ -370,7 +374,7 @@ mod tests {
             SimRng::substream(9, "emu/l"),
         );
         for i in 0..10_000u64 {
-            let a = m.offer(SimTime(i * MS), 1500, false) == Verdict::ErrorDrop;
+            let a = m.offer(SimTime(i * MS), 1500, false) == Verdict::Dropped(Admission::ErrorDrop);
             let b = sim.admit(SimTime(i * MS), 1500, false) == Admission::ErrorDrop;
             assert_eq!(a, b, "packet {i}");
         }

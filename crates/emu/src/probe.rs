@@ -8,11 +8,12 @@ use serde::Serialize;
 use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
-use tcplab_core::stats::LogHistogram;
 
 /// IPv4 + UDP header bytes: a datagram of `payload` bytes is `payload + 28` on the link.
 pub const UDP_IP_OVERHEAD: u64 = 28;
 const HEADER: usize = 16;
+/// One-way delays kept for the statistics (80 MB at most).
+const MAX_SAMPLES: usize = 10_000_000;
 
 /// What to send.
 #[derive(Copy, Clone, Debug)]
@@ -101,7 +102,8 @@ pub fn recv(bind: SocketAddr, max_ns: u64, idle_ns: u64) -> io::Result<RecvRepor
     println!("ready");
     let mut buf = vec![0u8; 65_536];
     let start = sys::mono_ns();
-    let mut owd = LogHistogram::new();
+    // Exact one-way delays (a log histogram's buckets are ~2 ms wide at 250 ms).
+    let mut owd: Vec<u64> = Vec::new();
     let (mut received, mut seq_span, mut reordered, mut bytes_after_first) =
         (0u64, 0u64, 0u64, 0u64);
     let (mut first, mut last) = (None::<u64>, None::<u64>);
@@ -132,7 +134,9 @@ pub fn recv(bind: SocketAddr, max_ns: u64, idle_ns: u64) -> io::Result<RecvRepor
             reordered += 1;
         }
         seq_span = seq_span.max(seq + 1);
-        owd.record(arrived.saturating_sub(sent));
+        if owd.len() < MAX_SAMPLES {
+            owd.push(arrived.saturating_sub(sent));
+        }
         if first.is_none() {
             first = Some(arrived);
         } else {
@@ -145,6 +149,12 @@ pub fn recv(bind: SocketAddr, max_ns: u64, idle_ns: u64) -> io::Result<RecvRepor
         (Some(f), Some(l)) if l > f => Some(8.0 * bytes_after_first as f64 * 1e9 / (l - f) as f64),
         _ => None,
     };
+    owd.sort_unstable();
+    let quantile = |q: f64| -> Option<u64> {
+        let rank = (q * owd.len() as f64).ceil() as usize;
+        owd.get(rank.clamp(1, owd.len().max(1)) - 1).copied()
+    };
+    let mean = (!owd.is_empty()).then(|| owd.iter().sum::<u64>() as f64 / owd.len() as f64);
     Ok(RecvReport {
         received,
         seq_span,
@@ -152,10 +162,10 @@ pub fn recv(bind: SocketAddr, max_ns: u64, idle_ns: u64) -> io::Result<RecvRepor
         first_arrival_ns: first,
         last_arrival_ns: last,
         rate_bps,
-        owd_mean_ns: owd.mean(),
-        owd_min_ns: owd.min(),
-        owd_p50_ns: owd.quantile(0.5),
-        owd_p99_ns: owd.quantile(0.99),
-        owd_max_ns: owd.max(),
+        owd_mean_ns: mean,
+        owd_min_ns: owd.first().copied(),
+        owd_p50_ns: quantile(0.5),
+        owd_p99_ns: quantile(0.99),
+        owd_max_ns: owd.last().copied(),
     })
 }
