@@ -56,7 +56,7 @@ lint: build
 	$(BIN)/python -m mypy.stubtest tcplab._core
 
 test-py: build system-deps
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -rs
 
 bench: build
 	$(BIN)/python -m tcplab.bench

@@ -8,8 +8,10 @@ What each field means here:
   add one MSS per retransmission to the bytes delivered (payload put on the wire).
 - `rtt`: the kernel's smoothed RTT (`tcpi_rtt`) sampled every 100 ms — the mean, min,
   p50, p95 and max of those samples (the simulator averages every RTT sample instead).
-- `completion_ns`: when the receiver's byte count reached the file size (interpolated
-  within its 100 ms report), from the receiver's test start.
+- `completion_ns`: a file download runs as a bulk iperf3 flow; its completion is when the
+  receiver's byte count reached the file size (interpolated within its 100 ms report),
+  from the receiver's test start. The flow keeps sending after that until its `-t` ends
+  (it competes with other flows a little longer than a real download would).
 - `rto_count`, `fast_recoveries`, `spurious_undos` are not observable through iperf3 and
   read 0; `final_ssthresh_bytes` is null.
 - `links`: the emulator's counters of every path segment (the simulator's own link code).
@@ -60,19 +62,26 @@ class Grid:
     def bucket(self, flow_start_ns: int, sample: Sample) -> int | None:
         """Interval of a sample (by its midpoint on the scenario's clock), None past the end."""
         mid = flow_start_ns + (sample.start_ns + sample.end_ns) // 2
-        g = mid // self.interval_ns
-        return g if 0 <= g < len(self.t_ns) else None
+        return mid // self.interval_ns if 0 <= mid < self.duration_ns else None
 
     def seconds(self, g: int) -> float:
         return (self.t_ns[g] - g * self.interval_ns) / 1e9
 
 
 def _in_run(plan: FlowPlan, samples: Sequence[Sample]) -> list[Sample]:
-    """Receiver reports within the run (a bulk flow's drain after `-t` is left out)."""
-    if plan.size_bytes is not None:
-        return list(samples)
+    """Receiver reports within the run (the drain after `-t` is left out); for a file,
+    those up to the one that completed it."""
     limit = plan.run_s * 10**9 - _EDGE_NS
-    return [s for s in samples if s.start_ns < limit]
+    within = [s for s in samples if s.start_ns < limit]
+    if plan.size_bytes is None:
+        return within
+    got, out = 0, []
+    for s in within:
+        out.append(s)
+        got += s.bytes
+        if got >= plan.size_bytes:
+            break
+    return out
 
 
 def _completion_ns(size: int, samples: Sequence[Sample]) -> int | None:
@@ -116,6 +125,8 @@ def flow_json(run: FlowRun, duration_ns: int) -> dict[str, Any]:
         delivered = min(delivered, plan.size_bytes)
     active_ns = completion if completion is not None else max(duration_ns - plan.start_ns, 1)
     sent = sender_samples(run.client)
+    if completion is not None:  # the download's own part of the bulk run
+        sent = [s for s in sent if s.start_ns < completion]
     common: dict[str, Any] = {
         "id": plan.id,
         "kind": plan.kind,
@@ -131,7 +142,11 @@ def flow_json(run: FlowRun, duration_ns: int) -> dict[str, Any]:
     }
     if plan.kind == "cbr":
         return {**common, **_cbr_json(run, sent, received, active_ns)}
-    retransmits = total_retransmits(run.client, sent)
+    retransmits = (
+        total_retransmits(run.client, sent)
+        if completion is None
+        else sum(s.retransmits for s in sent)
+    )
     bytes_sent = delivered + retransmits * plan.mss_bytes
     cwnds = [s.cwnd_bytes for s in sent if s.cwnd_bytes is not None]
     return {

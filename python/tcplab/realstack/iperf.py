@@ -37,7 +37,7 @@ def server_argv(flow: FlowPlan) -> list[str]:
 
 
 def client_argv(flow: FlowPlan) -> list[str]:
-    """iperf3 client on the sender host: `-C cca`, `-t` or `-n`, `-w`, or UDP for CBR."""
+    """iperf3 client on the sender host: `-C cca`, `-t`, `-w`, or UDP (`-u -b -l`) for CBR."""
     argv = [
         "iperf3",
         "-c",
@@ -52,8 +52,10 @@ def client_argv(flow: FlowPlan) -> list[str]:
     if flow.kind == "cbr":
         argv += ["-u", "-b", str(flow.cbr_rate_bps), "-l", str(flow.cbr_packet_bytes)]
         return [*argv, "-t", str(flow.run_s)]
-    argv += ["-C", flow.cca]
-    argv += ["-n", str(flow.size_bytes)] if flow.size_bytes is not None else ["-t", str(flow.run_s)]
+    # A file download runs like a bulk flow; the conversion takes its completion from the
+    # receiver's byte count. (iperf3's own `-n` ends the test when the last byte is
+    # written, and the receiver stops counting with up to a send buffer still on its way.)
+    argv += ["-C", flow.cca, "-t", str(flow.run_s)]
     if flow.window_bytes is not None:
         argv += ["-w", str(flow.window_bytes)]
     return argv
