@@ -22,32 +22,39 @@ venv: $(VENV)/.deps
 # Debian's Chromium renders the HTML report in a browser test (headless). Installed by the
 # project itself when missing (needs root, as on CI).
 system-deps:
+	@command -v nft >/dev/null 2>&1 || { \
+	  echo "installing nftables (PEP proxy transparent-mode test)"; \
+	  apt-get install -y -q nftables >/dev/null 2>&1 || \
+	  { apt-get update -q >/dev/null && apt-get install -y -q nftables >/dev/null; } || \
+	  echo "warning: could not install nftables; the transparent-mode test will be skipped"; }
 	@command -v chromium >/dev/null 2>&1 || { \
 	  echo "installing Debian chromium (report browser test)"; \
 	  apt-get install -y -q chromium >/dev/null 2>&1 || \
 	  { apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null; } || \
 	  echo "warning: could not install chromium; the browser test will be skipped"; }
-	@command -v iperf3 >/dev/null 2>&1 && command -v nft >/dev/null 2>&1 || { \
-	  echo "installing Debian iperf3 and nftables (tcplab emulate)"; \
+	@command -v iperf3 >/dev/null 2>&1 || { \
+	  echo "installing Debian iperf3 (tcplab emulate)"; \
 	  export DEBIAN_FRONTEND=noninteractive; \
-	  apt-get install -y -q iperf3 nftables >/dev/null 2>&1 || \
-	  { apt-get update -q >/dev/null && apt-get install -y -q iperf3 nftables >/dev/null; } || \
-	  echo "warning: could not install iperf3/nftables; the real-stack tests will be skipped"; }
+	  apt-get install -y -q iperf3 >/dev/null 2>&1 || \
+	  { apt-get update -q >/dev/null && apt-get install -y -q iperf3 >/dev/null; } || \
+	  echo "warning: could not install iperf3; the real-stack tests will be skipped"; }
 
 
 # Build the Rust extension in release mode and install the package (editable) into .venv;
-# also the real-stack binaries in target/release (tcplab-emu), found by tcplab.realstack.
+# also the real-stack binaries (target/tools/tcplab-emu, tcplab-pep; found by tcplab.realstack).
 build: venv
 	VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/maturin develop --release --extras dev -q
-	$(CARGO) build --release -q -p tcplab-emu
+	$(CARGO) build --profile tools -q -p tcplab-emu -p tcplab-pep
 
 demo: build
 	$(BIN)/tcplab demo --out demo-out
 
-test: build test-rust lint test-py
+test: build system-deps test-rust lint test-py
 
 test-rust:
 	$(CARGO) test --release -p tcplab-core
+	$(CARGO) test --profile tools -p tcplab-pep
+	$(CARGO) test --profile tools -p tcplab-emu
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
 
 lint: build

@@ -121,7 +121,7 @@ CASES = [
     ),
     pytest.param(
         broken('app = "bulk"', 'app = "stream"'),
-        'error: flows[0].app = "stream": not an allowed value; allowed: bulk or file',
+        'error: flows[0].app = "stream": not an allowed value; allowed: bulk, file or cbr',
         id="unknown app",
     ),
     pytest.param(

@@ -160,6 +160,7 @@ def test_to_json_dict() -> None:
     # Mathis for p = 1e-4 and base RTT 500.4 ms (see test_theory): 2,835,221 bit/s
     assert flow["mathis_bps"] == pytest.approx(2_835_220.7, rel=1e-7)
     assert out["bottleneck"] == {
+        "name": "bottleneck.forward",
         "rate_bps": 4_000_000,
         "utilization": 0.95,
         "queue_drops": 2,

@@ -180,7 +180,9 @@ def test_sweep_killed_hard_resumes_without_losing_or_duplicating(tmp_path: Path)
     proc.wait()
     with Store(db) as store:
         stored = len(store.runs("kill"))
-    assert 6 <= stored < 48, stored
+    # the single writer saves a run's series file just before committing its row, so when
+    # the kill lands between the two, one counted series file has no committed run yet
+    assert done_before_kill - 1 <= stored < 48, (done_before_kill, stored)
     resumed = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert resumed.returncode == 0, resumed.stderr
     with Store(db) as store:

@@ -82,7 +82,7 @@ def _scaled(study: Study, args: argparse.Namespace) -> Study:
         "description": study.description,
         "base_seed": study.base_seed,
     }
-    return study_from_dict(raw, default_name=study.name, text=study.text)
+    return study_from_dict(raw, default_name=study.name, text=study.text, base_dir=study.base_dir)
 
 
 def _print_summary(console: Console, study: Study, store: Store, summary: SweepSummary) -> None:

@@ -173,6 +173,17 @@ def apply_override(root: dict[str, Any], path_text: str, value: Any) -> None:
         node = node[part]
 
 
+_TRACE_KEYS = ("rate_trace", "delivery_trace", "return_rate_trace", "return_delivery_trace")
+
+
+def _cwd_relative(key: str, value: Any) -> Any:
+    """A trace file named on the command line is relative to the working directory, not to
+    the scenario file: make it absolute before it joins the file's values."""
+    if isinstance(value, str) and value.strip() and key.rsplit(".", 1)[-1] in _TRACE_KEYS:
+        return str(Path(value.strip()).expanduser().absolute())
+    return value
+
+
 def raw_scenario(source: ScenarioSource) -> dict[str, Any]:
     """A deep copy of the scenario as a TOML-shaped dict (safe to modify)."""
     if isinstance(source, Scenario):
@@ -184,10 +195,13 @@ def raw_scenario(source: ScenarioSource) -> dict[str, Any]:
     return raw
 
 
-def validate_raw(raw: Mapping[str, Any]) -> Scenario:
-    """Pydantic validation only (no catalogue checks)."""
+def validate_raw(
+    raw: Mapping[str, Any], *, base_dir: str | os.PathLike[str] | None = None
+) -> Scenario:
+    """Pydantic validation only (no catalogue checks). Relative trace file names are read
+    from `base_dir` (the scenario file's directory), else from the working directory."""
     try:
-        return Scenario.model_validate(raw)
+        return Scenario.model_validate(raw, context={"base_dir": base_dir})
     except ValidationError as exc:
         raise translate_validation_error(exc) from None
 
@@ -197,15 +211,24 @@ def load_scenario(
     overrides: Overrides = (),
     *,
     catalogue: Sequence[CcaInfo] | None = None,
+    base_dir: str | os.PathLike[str] | None = None,
 ) -> Scenario:
     """Read (a path), copy (a dict or `Scenario`), apply overrides and fully validate.
 
     `catalogue` defaults to the core's (`tcplab.ccas()`); pass `()` to skip algorithm checks.
-    Raises `ScenarioError` with a one-line message.
+    Trace files named in a scenario file are relative to the file's directory; for a dict,
+    to `base_dir` (default: the working directory). A `Scenario` already holds absolute
+    names. Trace files in `overrides` are relative to `base_dir` when it is given, else to the
+    working directory. Raises `ScenarioError` with a one-line message.
     """
     raw = raw_scenario(source)
+    # overrides name trace files relative to `base_dir` when it is given (a study's axes, next
+    # to its file), else relative to the working directory (the command line)
+    explicit_base = base_dir is not None
+    if base_dir is None and not isinstance(source, Scenario | Mapping):
+        base_dir = Path(source).parent
     for key, value in override_pairs(overrides):
-        apply_override(raw, key, value)
-    scenario = validate_raw(raw)
+        apply_override(raw, key, value if explicit_base else _cwd_relative(key, value))
+    scenario = validate_raw(raw, base_dir=base_dir)
     check_scenario(scenario, ccas() if catalogue is None else catalogue)
     return scenario

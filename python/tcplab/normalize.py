@@ -1,20 +1,36 @@
 """Turn a validated `Scenario` into the normalized scenario JSON of docs/interface.md.
 
 The normalized form has integers in base units only (ns, bit/s, bytes), `count` expanded into
-individual flows (numbered 0.. in file order) and `"<k>bdp"` queues resolved to packets, so the
-core needs no unit or default logic of its own.
+individual flows (numbered 0.. in file order), `"<k>bdp"` queues resolved to packets and trace
+files read into lists, so the core needs no unit, default or file logic of its own.
+
+Keys of the link and flow models that came with paths, PEPs and CBR (issue 5: `loss`,
+`outages`, `rate_trace`, `delivery_trace`, `pep`) are written only when they are in use: a
+scenario that does not use them normalizes to exactly the JSON it did before, so its scenario
+hash (and a results database's record of it) stays the same, and older cores still run it.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any, Final
 
 from .errors import Problem
-from .scenario import BottleneckSpec, FlowSpec, QueueSpec, Scenario
+from .scenario import (
+    CBR_DEFAULT_PACKET_BYTES,
+    DEFAULT_PEP_BUFFER_BYTES,
+    Direction,
+    FlowSpec,
+    LinkSpec,
+    PepSpec,
+    QueueSpec,
+    Scenario,
+)
 from .tcp_profile import TcpOptions, resolve_tcp
+from .traces import MAHIMAHI_BYTES_PER_OPPORTUNITY
 from .units import parse_duration_ns, parse_rate_bps
 
 #: Wire size of a full data packet used to turn a BDP into packets (interface.md): the MTU.
@@ -22,13 +38,19 @@ BDP_PACKET_BYTES: Final = 1500
 _NS_PER_S: Final = 10**9
 
 
-def base_rtt_ns(bottleneck: BottleneckSpec, access_delay_ns: int) -> int:
-    """Round-trip propagation delay: forward + return bottleneck delay, plus the access link
-    twice in each direction (sender side and receiver side). GEO example:
+def base_rtt_ns(link: LinkSpec | Sequence[LinkSpec], access_delay_ns: int) -> int:
+    """Round-trip propagation delay: forward + return delay of every link on the path, plus
+    the access link twice in each direction (sender side and receiver side). GEO example:
     250 ms + 250 ms + 4 x 0.1 ms = 500.4 ms."""
-    forward_ns = bottleneck.delay_ns
-    return_ns = bottleneck.return_delay_ns if bottleneck.return_delay_ns is not None else forward_ns
-    return forward_ns + return_ns + 4 * access_delay_ns
+    links = [link] if isinstance(link, LinkSpec) else link
+    total_ns = sum(lk.direction(True).delay_ns + lk.direction(False).delay_ns for lk in links)
+    return total_ns + 4 * access_delay_ns
+
+
+def scenario_base_rtt_ns(scenario: Scenario) -> int:
+    """The base RTT that sizes every `"<k>bdp"` queue of the scenario (the default path: the
+    top-level access link, since a queue is shared by all flows)."""
+    return base_rtt_ns([link for _, _, link in scenario.links()], scenario.access.delay_ns)
 
 
 def queue_json(spec: QueueSpec, rate_bps: int, rtt_ns: int) -> dict[str, Any]:
@@ -40,6 +62,75 @@ def queue_json(spec: QueueSpec, rate_bps: int, rtt_ns: int) -> dict[str, Any]:
         return {"kind": "droptail", "limit_pkts": int(spec.amount)}
     bdp_pkts = Fraction(rate_bps * rtt_ns, 8 * BDP_PACKET_BYTES * _NS_PER_S)
     return {"kind": "droptail", "limit_pkts": max(1, math.ceil(spec.amount * bdp_pkts))}
+
+
+def direction_queue_json(direction: Direction, rtt_ns: int) -> dict[str, Any]:
+    """The queue of one link direction: its limit and, for RED/CoDel, every parameter
+    explicit (so the core's defaults never apply)."""
+    queue = queue_json(direction.queue, direction.rate_bps, rtt_ns)
+    if direction.aqm == "red":
+        red = direction.red
+        queue["kind"] = "red"
+        queue["red"] = {
+            "min_th_pkts": red.min_th_pkts,
+            "max_th_pkts": red.max_th_pkts,
+            "max_p": red.max_p,
+            "w_q": red.w_q,
+            "gentle": red.gentle,
+            "ecn": red.ecn,
+        }
+    elif direction.aqm == "codel":
+        codel = direction.codel
+        queue["kind"] = "codel"
+        queue["codel"] = {
+            "target_ns": codel.target_ns,
+            "interval_ns": codel.interval_ns,
+            "ecn": codel.ecn,
+        }
+    return queue
+
+
+def direction_json(direction: Direction, rtt_ns: int) -> dict[str, Any]:
+    """The core's `DirConfig` (docs/interface.md); issue-5 keys only when in use."""
+    out: dict[str, Any] = {
+        "rate_bps": direction.rate_bps,
+        "delay_ns": direction.delay_ns,
+        "per": direction.per,
+        "ber": direction.ber,
+        "queue": direction_queue_json(direction, rtt_ns),
+        "ecn_threshold_pkts": direction.ecn_threshold_pkts,
+    }
+    if direction.loss is not None:
+        loss = direction.loss
+        out["loss"] = {
+            "kind": "gilbert_elliott",
+            "p_gb": loss.p_gb,
+            "p_bg": loss.p_bg,
+            "loss_good": loss.loss_good,
+            "loss_bad": loss.loss_bad,
+        }
+    if direction.outages:
+        out["outages"] = [[start, end] for start, end in direction.outages]
+    if direction.rate_trace is not None:
+        points = list(direction.rate_trace.points)
+        if points[0][0] > 0:  # the link's own rate and delay until the trace's first line
+            points.insert(0, (0, direction.rate_bps, None))
+        out["rate_trace"] = [[t_ns, rate_bps, delay_ns] for t_ns, rate_bps, delay_ns in points]
+    if direction.delivery_trace is not None:
+        trace = direction.delivery_trace
+        out["delivery_trace"] = {
+            "opportunities_ns": list(trace.opportunities_ns),
+            "period_ns": trace.period_ns,
+            "bytes_per_opportunity": MAHIMAHI_BYTES_PER_OPPORTUNITY,
+        }
+    return out
+
+
+def link_json(link: LinkSpec, rtt_ns: int) -> dict[str, Any]:
+    return {
+        "forward": direction_json(link.direction(True), rtt_ns),
+        "reverse": direction_json(link.direction(False), rtt_ns),
+    }
 
 
 def cca_param_entry(key: str, value: bool | int | float | str) -> tuple[str, int | float]:
@@ -76,6 +167,35 @@ def flow_tcp(flow: FlowSpec) -> TcpOptions:
     return resolve_tcp(flow.tcp, flow.cca)
 
 
+def pep_cca(flow: FlowSpec, pep: PepSpec) -> tuple[str, dict[str, bool | int | float | str]]:
+    """The PEP's algorithm and parameters: its own, or else the flow's (both of them)."""
+    if pep.cca is None:
+        params = flow.cca_params if pep.cca_params is None else pep.cca_params
+        return flow.cca, dict(params)
+    return pep.cca, dict(pep.cca_params or {})
+
+
+def pep_tcp(flow: FlowSpec, pep: PepSpec) -> TcpOptions:
+    """The PEP's TCP options: its own keys, the stack profile for the rest."""
+    return resolve_tcp(pep, pep_cca(flow, pep)[0])
+
+
+def _pep_json(scenario: Scenario, flow: FlowSpec) -> dict[str, Any] | None:
+    """The flow's `pep` entry; None when no PEP splits it (a CBR flow, or `pep = "none"`)."""
+    pep = flow.pep
+    if pep is None or not flow.is_tcp or scenario.path is None or scenario.path.pep == "none":
+        return None
+    cca, params = pep_cca(flow, pep)
+    return {
+        "cca": cca,
+        "cca_params": dict(cca_param_entry(k, v) for k, v in params.items()),
+        "tcp": tcp_json(pep_tcp(flow, pep)),
+        "buffer_bytes": (
+            DEFAULT_PEP_BUFFER_BYTES if pep.buffer_bytes is None else pep.buffer_bytes
+        ),
+    }
+
+
 def tcp_json(tcp: TcpOptions) -> dict[str, Any]:
     """The core's `TcpConfig`: every option explicit, so the core's own defaults never apply
     and the normalized JSON alone says what ran. `rwnd_bytes` is already capped at 65535
@@ -105,11 +225,18 @@ def _flow_json(scenario: Scenario, flow: FlowSpec) -> dict[str, Any]:
     app: dict[str, Any] = {"kind": "bulk"}
     if flow.app == "file":
         app = {"kind": "file", "size_bytes": flow.size_bytes}
+    elif flow.app == "cbr":
+        packet_bytes = flow.packet_bytes
+        app = {
+            "kind": "cbr",
+            "rate_bps": flow.rate_bps,
+            "packet_bytes": CBR_DEFAULT_PACKET_BYTES if packet_bytes is None else packet_bytes,
+        }
     access = None
     if flow.access is not None:
         rate_bps, delay_ns = flow_access(scenario, flow)
         access = {"rate_bps": rate_bps, "delay_ns": delay_ns}
-    return {
+    out = {
         "cca": flow.cca,
         "cca_params": dict(cca_param_entry(k, v) for k, v in flow.cca_params.items()),
         "start_ns": flow.start_ns,
@@ -117,43 +244,38 @@ def _flow_json(scenario: Scenario, flow: FlowSpec) -> dict[str, Any]:
         "tcp": tcp_json(flow_tcp(flow)),
         "access": access,
     }
+    pep = _pep_json(scenario, flow)
+    if pep is not None:
+        out["pep"] = pep
+    return out
 
 
 def normalize(scenario: Scenario) -> dict[str, Any]:
     """The normalized scenario as a JSON-ready dict (see docs/interface.md)."""
-    bn = scenario.bottleneck
     # Queues are sized for the default path (top-level access link): a queue is shared by all
     # flows, so it cannot follow each flow's own RTT.
-    rtt_ns = base_rtt_ns(bn, scenario.access.delay_ns)
-    return_rate_bps = bn.return_rate_bps if bn.return_rate_bps is not None else bn.rate_bps
-    return_delay_ns = bn.return_delay_ns if bn.return_delay_ns is not None else bn.delay_ns
-    return_queue = bn.return_queue if bn.return_queue is not None else bn.queue
-    return {
+    rtt_ns = scenario_base_rtt_ns(scenario)
+    out: dict[str, Any] = {
         "name": scenario.name,
         "seed": scenario.seed,
         "duration_ns": scenario.duration_ns,
         "interval_ns": scenario.interval_ns,
-        "bottleneck": {
-            "forward": {
-                "rate_bps": bn.rate_bps,
-                "delay_ns": bn.delay_ns,
-                "per": bn.per,
-                "ber": bn.ber,
-                "queue": queue_json(bn.queue, bn.rate_bps, rtt_ns),
-                "ecn_threshold_pkts": bn.ecn_threshold_pkts,
-            },
-            "reverse": {
-                "rate_bps": return_rate_bps,
-                "delay_ns": return_delay_ns,
-                "per": bn.return_per,
-                "ber": bn.return_ber,
-                "queue": queue_json(return_queue, return_rate_bps, rtt_ns),
-                "ecn_threshold_pkts": bn.return_ecn_threshold_pkts,
-            },
-        },
-        "access": {"rate_bps": scenario.access.rate_bps, "delay_ns": scenario.access.delay_ns},
-        "flows": [_flow_json(scenario, flow) for flow in expanded_flows(scenario)],
     }
+    if scenario.path is not None:
+        out["path"] = {
+            "pep": scenario.path.pep,
+            "segments": [
+                {"name": segment.name, **link_json(segment, rtt_ns)}
+                for segment in scenario.path.segments
+            ],
+        }
+    elif scenario.bottleneck is not None:
+        out["bottleneck"] = link_json(scenario.bottleneck, rtt_ns)
+    else:
+        raise Problem("the scenario has neither [bottleneck] nor [path]")  # checks.py said so
+    out["access"] = {"rate_bps": scenario.access.rate_bps, "delay_ns": scenario.access.delay_ns}
+    out["flows"] = [_flow_json(scenario, flow) for flow in expanded_flows(scenario)]
+    return out
 
 
 def normalized_json(scenario: Scenario, *, indent: int | None = None) -> str:

@@ -1,9 +1,10 @@
 """Figures from the results database. Plot kinds are data (`PLOTS`), drawn with matplotlib
 (Agg backend, no display needed) to SVG for reports or to PNG/SVG/PDF files.
 
-Axes are chosen from the study: x is `bottleneck.per` if swept (log scale), else the first
-numeric swept key; one line per value of the algorithm key (`flows.0.cca`, or the first text
-key); one panel per variant. Error bars are 95 % confidence intervals across repetitions.
+Axes are chosen from the study: x is `bottleneck.per` if swept (log scale), else another swept
+error rate (`path.segments.1.per`, log scale too), else the first numeric swept key; one line
+per value of the algorithm key (`flows.0.cca`, or the first text key); one panel per variant.
+Error bars are 95 % confidence intervals across repetitions.
 """
 
 from __future__ import annotations
@@ -89,7 +90,8 @@ def axes_of(runs: pd.DataFrame) -> tuple[str | None, str | None]:
     params = param_columns(runs)
     numeric = [p for p in params if pd.api.types.is_numeric_dtype(runs[p])]
     text = [p for p in params if p not in numeric]
-    x = "bottleneck.per" if "bottleneck.per" in numeric else (numeric[0] if numeric else None)
+    per = sorted((p for p in numeric if _is_error_rate(p)), key=lambda p: p != "bottleneck.per")
+    x = per[0] if per else (numeric[0] if numeric else None)
     line = next((p for p in text if p.endswith("cca")), text[0] if text else None)
     return x, line
 
@@ -140,11 +142,16 @@ def metric_figure(spec: PlotSpec, runs: pd.DataFrame) -> Figure:
     return fig
 
 
+def _is_error_rate(key: str) -> bool:
+    """A swept packet/bit error rate (`bottleneck.per`, `path.segments.1.per`, ...)."""
+    return key.rsplit(".", 1)[-1] in ("per", "ber", "return_per", "return_ber")
+
+
 def _logx(df: pd.DataFrame, x: str | None) -> bool:
     if x is None:
         return False
     col = pd.to_numeric(df[x], errors="coerce").dropna()
-    return x == "bottleneck.per" or (
+    return _is_error_rate(x) or (
         len(col) > 0 and bool((col > 0).all()) and col.max() / col.min() > 100
     )
 

@@ -13,8 +13,9 @@ from rich.table import Table
 from rich.text import Text
 
 from .catalogue import CcaInfo
+from .paths import bottleneck_link_names, direction, pep_mode
 from .result import LinkResult, RunResult
-from .theory import flow_bounds
+from .theory import FlowBounds, flow_bounds
 
 if TYPE_CHECKING:
     from .demo import DemoRow
@@ -35,23 +36,35 @@ def _ms(value_ns: float | None) -> str:
 
 def _link_line(label: str, link: LinkResult, ecn: bool = False) -> str:
     marks = f", ECN marks {link.ecn_marks}" if ecn or link.ecn_marks else ""
+    aqm = f", AQM drops {link.aqm_drops}" if link.aqm_drops else ""
+    outage = f", outage drops {link.outage_drops}" if link.outage_drops else ""
     return (
         f"{label} {link.rate_bps / 1e6:g} Mbit/s: utilization {link.utilization * 100:.1f} %, "
-        f"queue drops {link.queue_drops}, error drops {link.error_drops}{marks}, "
+        f"queue drops {link.queue_drops}{aqm}, error drops {link.error_drops}{outage}{marks}, "
         f"mean queue {link.queue_mean_pkts:.1f} pkts (max {link.queue_max_pkts})"
     )
 
 
-def _marks_ecn(scenario: Mapping[str, Any], direction: str) -> bool:
-    """The normalized scenario gives this bottleneck direction an ECN marking threshold."""
-    link = scenario.get("bottleneck", {}).get(direction, {})
-    return link.get("ecn_threshold_pkts") is not None
+def _marks_ecn(scenario: Mapping[str, Any], link_name: str) -> bool:
+    """The normalized scenario gives this link direction ECN marking (a step threshold, or
+    a RED/CoDel queue that marks)."""
+    config = direction(scenario, link_name)
+    queue = config.get("queue", {})
+    kind = queue.get("kind", "droptail")
+    return config.get("ecn_threshold_pkts") is not None or bool(
+        kind in ("red", "codel") and queue.get(kind, {}).get("ecn")
+    )
 
 
-def print_run(result: RunResult, series_path: str | None = None) -> None:
-    """Per-flow table, the bottleneck in both directions, and theory where there is loss."""
-    console = _console()
-    bounds = [flow_bounds(dict(result.scenario), flow.id) for flow in result.flows]
+def _pct(ratio: float) -> str:
+    return f"{ratio * 100:.2f}"
+
+
+def _kib(value: float | None) -> str:
+    return "-" if value is None else f"{value / 1024:.0f} KiB"
+
+
+def _tcp_table(result: RunResult, bounds: Sequence[FlowBounds]) -> Table:
     lossy = any(b.mathis_bps is not None for b in bounds)
     table = Table(
         title=(
@@ -66,7 +79,7 @@ def print_run(result: RunResult, series_path: str | None = None) -> None:
     if lossy:
         table.add_column("Mathis Mbit/s", justify="right")
         table.add_column("Padhye Mbit/s", justify="right")
-    for flow, bound in zip(result.flows, bounds, strict=True):
+    for flow, bound in zip(result.tcp_flows, bounds, strict=True):
         cells = [
             str(flow.id),
             flow.cca,
@@ -82,15 +95,90 @@ def print_run(result: RunResult, series_path: str | None = None) -> None:
         if lossy:
             cells += [_mbps(bound.mathis_bps), _mbps(bound.padhye_bps)]
         table.add_row(*cells)
-    console.print(table)
+    return table
+
+
+def _cbr_table(result: RunResult) -> Table:
+    """CBR (UDP) flows: offered rate, goodput, datagram loss and one-way delay."""
+    table = Table(title="CBR flows (UDP)")
+    headers = ("id", "rate Mbit/s", "goodput Mbit/s", "sent", "received", "loss %")
+    for header in (*headers, "OWD mean ms", "OWD p95 ms", "OWD max ms"):
+        table.add_column(header, justify="right")
+    flows = result.scenario.get("flows") or []
+    for flow in result.cbr_flows:
+        app = flows[flow.id].get("app", {}) if flow.id < len(flows) else {}
+        cbr = flow.cbr
+        if cbr is None:
+            continue
+        table.add_row(
+            str(flow.id),
+            _mbps(app.get("rate_bps")),
+            _mbps(flow.goodput_bps),
+            str(cbr.packets_sent),
+            str(cbr.packets_received),
+            _pct(cbr.loss_ratio),
+            _ms(cbr.owd.mean_ns),
+            _ms(cbr.owd.p95_ns),
+            _ms(cbr.owd.max_ns),
+        )
+    return table
+
+
+def _legs_table(result: RunResult) -> Table:
+    """The TCP connections of PEP-split flows, server side first."""
+    table = Table(title=f"PEP legs (pep = {pep_mode(result.scenario)})")
+    headers = ("flow", "leg", "cca", "goodput Mbit/s", "retrans", "RTT mean ms", "RTT p95 ms")
+    for header in headers:
+        table.add_column(header, justify="left" if header in ("leg", "cca") else "right")
+    for flow in result.tcp_flows:
+        for leg in flow.legs:
+            table.add_row(
+                str(flow.id),
+                leg.label,
+                leg.cca or "-",
+                _mbps(leg.goodput_bps),
+                "-" if leg.retransmits is None else str(leg.retransmits),
+                _ms(leg.rtt.mean_ns),
+                _ms(leg.rtt.p95_ns),
+            )
+    return table
+
+
+def print_run(result: RunResult, series_path: str | None = None) -> None:
+    """Per-flow tables (TCP; CBR; PEP legs), every link, and theory where there is loss."""
+    console = _console()
     scenario = result.scenario
-    console.print(_link_line("bottleneck", result.bottleneck, _marks_ecn(scenario, "forward")))
-    reverse = [link for link in result.links if link.name == "bottleneck.reverse"]
-    if reverse:
-        console.print(_link_line("return", reverse[0], _marks_ecn(scenario, "reverse")))
-    if len(result.flows) > 1:
-        console.print(f"Jain fairness (goodput): {result.jain_fairness:.4f}")
-    if lossy:
+    tcp_flows = result.tcp_flows
+    bounds = [flow_bounds(dict(scenario), flow.id) for flow in tcp_flows]
+    if tcp_flows or not result.cbr_flows:
+        console.print(_tcp_table(result, bounds))
+    else:
+        console.print(
+            f"{result.name}: {result.duration_ns / 1e9:g} s simulated, seed {result.seed}, "
+            f"{result.wall_s:.2f} s wall, {result.events:,} events"
+        )
+    if result.cbr_flows:
+        console.print(_cbr_table(result))
+    if any(flow.legs for flow in tcp_flows):
+        console.print(_legs_table(result))
+    for flow in tcp_flows:
+        for buffer in flow.pep_buffer:
+            console.print(
+                f"flow {flow.id} PEP buffer at {buffer.node}: mean {_kib(buffer.mean_bytes)}, "
+                f"max {_kib(buffer.max_bytes)} of {_kib(buffer.limit_bytes)}"
+            )
+    if "path" in scenario:
+        for link in result.links:
+            console.print(_link_line(link.name, link, _marks_ecn(scenario, link.name)))
+    else:
+        forward, reverse = bottleneck_link_names(scenario)
+        console.print(_link_line("bottleneck", result.bottleneck, _marks_ecn(scenario, forward)))
+        returns = [link for link in result.links if link.name == reverse]
+        if returns:
+            console.print(_link_line("return", returns[0], _marks_ecn(scenario, reverse)))
+    if len(tcp_flows) > 1:
+        console.print(f"Jain fairness (TCP goodput): {result.jain_fairness:.4f}")
+    if any(b.mathis_bps is not None for b in bounds):
         first = next(b for b in bounds if b.mathis_bps is not None)
         console.print(
             f"theory: loss p = {first.p:g}, base RTT {first.base_rtt_s * 1e3:.1f} ms; Mathis "

@@ -2,6 +2,10 @@
 
 The core reports in base units (ns, bit/s, bytes); conversions to ms/s for people happen only
 in `to_json_dict` and `series_frame`, whose column names say the unit.
+
+The issue-5 additions (a flow's `kind`, CBR statistics, PEP `legs` and `pep_buffer`, a link's
+`outage_drops`/`aqm_drops`) are optional: a result without them is a TCP-only dumbbell result
+and parses exactly as before.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from .metrics import jain_index
+from .paths import bottleneck_link_names
 from .theory import flow_bounds
 
 if TYPE_CHECKING:
@@ -38,6 +43,10 @@ def _ms(value_ns: float | None) -> float | None:
     return None if value_ns is None else value_ns / 1e6
 
 
+def _opt_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
 @dataclass(frozen=True)
 class RttStats:
     """Sender RTT samples of one flow (ns); fields are None when there was no sample."""
@@ -50,10 +59,120 @@ class RttStats:
     max_ns: float | None
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> RttStats:
+    def from_json(cls, data: Mapping[str, Any], where: str = "rtt") -> RttStats:
         fields = ("mean_ns", "min_ns", "p50_ns", "p95_ns", "max_ns")
-        values = [_opt_float(_need(data, key, "rtt")) for key in fields]
-        return cls(int(_need(data, "count", "rtt")), *values)
+        values = [_opt_float(_need(data, key, where)) for key in fields]
+        return cls(int(_need(data, "count", where)), *values)
+
+    @classmethod
+    def empty(cls) -> RttStats:
+        return cls(0, None, None, None, None, None)
+
+    def ms_dict(self, prefix: str) -> dict[str, float | None]:
+        """`{prefix}_mean_ms` ... `{prefix}_max_ms` for `--json`."""
+        return {
+            f"{prefix}_mean_ms": _ms(self.mean_ns),
+            f"{prefix}_min_ms": _ms(self.min_ns),
+            f"{prefix}_p50_ms": _ms(self.p50_ns),
+            f"{prefix}_p95_ms": _ms(self.p95_ns),
+            f"{prefix}_max_ms": _ms(self.max_ns),
+        }
+
+
+@dataclass(frozen=True)
+class CbrStats:
+    """A UDP constant-bit-rate flow: datagrams sent and received, and one-way delay."""
+
+    packets_sent: int
+    packets_received: int
+    loss_ratio: float
+    owd: RttStats
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], where: str) -> CbrStats:
+        sent = int(_need(data, "packets_sent", where))
+        received = int(_need(data, "packets_received", where))
+        loss = data.get("loss_ratio")
+        if loss is None:  # derive it rather than fail: the counts say it all
+            loss = (sent - received) / sent if sent else 0.0
+        owd = data.get("owd")
+        return cls(
+            packets_sent=sent,
+            packets_received=received,
+            loss_ratio=float(loss),
+            owd=RttStats.from_json(owd, f"{where} owd") if owd else RttStats.empty(),
+        )
+
+
+@dataclass(frozen=True)
+class LegResult:
+    """One TCP connection of a flow split by PEPs (`from` → `to`, e.g. server → pep1).
+    Everything but the end points is optional in the core's result (None when absent)."""
+
+    src: str
+    dst: str
+    cca: str | None
+    goodput_bps: float | None
+    retransmits: int | None
+    rtt: RttStats
+    bytes_delivered: int | None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], where: str) -> LegResult:
+        rtt = data.get("rtt")
+        cca = data.get("cca")
+        return cls(
+            src=str(_need(data, "from", where)),
+            dst=str(_need(data, "to", where)),
+            cca=None if cca is None else str(cca),
+            goodput_bps=_opt_float(data.get("goodput_bps")),
+            retransmits=_opt_int(data.get("retransmits")),
+            rtt=RttStats.from_json(rtt, f"{where} rtt") if rtt else RttStats.empty(),
+            bytes_delivered=_opt_int(data.get("bytes_delivered")),
+        )
+
+    @property
+    def label(self) -> str:
+        return f"{self.src}→{self.dst}"
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "from": self.src,
+            "to": self.dst,
+            "cca": self.cca,
+            "goodput_bps": self.goodput_bps,
+            "retransmits": self.retransmits,
+            "bytes_delivered": self.bytes_delivered,
+            "rtt_samples": self.rtt.count,
+            **self.rtt.ms_dict("rtt"),
+        }
+
+
+@dataclass(frozen=True)
+class PepBufferStats:
+    """A PEP's relay buffer for one flow (bytes held: time-weighted mean and maximum)."""
+
+    node: str
+    mean_bytes: float | None
+    max_bytes: int | None
+    limit_bytes: int | None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], where: str) -> PepBufferStats:
+        return cls(
+            node=str(_need(data, "node", where)),
+            mean_bytes=_opt_float(data.get("mean_bytes")),
+            max_bytes=_opt_int(data.get("max_bytes")),
+            limit_bytes=_opt_int(data.get("limit_bytes")),
+        )
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "node": self.node,
+            "mean_bytes": self.mean_bytes,
+            "max_bytes": self.max_bytes,
+            "limit_bytes": self.limit_bytes,
+        }
 
 
 @dataclass(frozen=True)
@@ -81,10 +200,19 @@ class FlowResult:
     #: numeric per-flow counters the core reports beyond the interface (e.g. `tlp_probes`),
     #: passed through so new core statistics reach `--json` without a Python change
     extra: Mapping[str, float] = field(default_factory=dict)
+    #: "tcp" or "cbr" (UDP constant bit rate; its statistics are in `cbr`)
+    kind: str = "tcp"
+    cbr: CbrStats | None = None
+    #: the TCP connections of a flow split by PEPs, server side first (empty: end to end)
+    legs: tuple[LegResult, ...] = ()
+    pep_buffer: tuple[PepBufferStats, ...] = ()
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> FlowResult:
         where = f"flow {data.get('id', '?')}"
+        kind = str(data.get("kind", "tcp"))
+        if kind == "cbr":
+            return cls._cbr_from_json(data, where)
         ints = (
             *("id", "start_ns", "bytes_delivered", "bytes_sent", "segments_sent"),
             *("retransmits", "active_ns", "rto_count", "fast_recoveries", "spurious_undos"),
@@ -92,6 +220,8 @@ class FlowResult:
         values: dict[str, Any] = {key: int(_need(data, key, where)) for key in ints}
         completion = _need(data, "completion_ns", where)
         ssthresh = data.get("final_ssthresh_bytes")
+        legs = data.get("legs") or ()
+        buffers = data.get("pep_buffer") or ()
         return cls(
             cca=str(_need(data, "cca", where)),
             app=str(_need(data, "app", where)),
@@ -102,8 +232,53 @@ class FlowResult:
             final_cwnd_bytes=int(_need(data, "final_cwnd_bytes", where)),
             final_ssthresh_bytes=None if ssthresh is None else int(ssthresh),
             extra=_extra_numbers(data, {f.name for f in fields(cls)}),
+            kind=kind,
+            legs=tuple(LegResult.from_json(leg, f"{where} leg") for leg in legs),
+            pep_buffer=tuple(PepBufferStats.from_json(b, f"{where} pep_buffer") for b in buffers),
             **values,
         )
+
+    @classmethod
+    def _cbr_from_json(cls, data: Mapping[str, Any], where: str) -> FlowResult:
+        """A CBR flow: `goodput_bps` and the datagram counts are required; TCP counters the
+        core may leave out read as 0 (a UDP flow has no cwnd, RTT or retransmissions)."""
+
+        def count(key: str) -> int:
+            value = data.get(key)
+            return 0 if value is None else int(value)
+
+        completion = data.get("completion_ns")
+        rtt = data.get("rtt")
+        cca = data.get("cca")
+        known = {f.name for f in fields(cls)} | {"packets_sent", "packets_received", "loss_ratio"}
+        goodput_bps = float(_need(data, "goodput_bps", where))
+        return cls(
+            id=int(_need(data, "id", where)),
+            cca="" if cca is None else str(cca),
+            start_ns=count("start_ns"),
+            app=str(data.get("app", "cbr")),
+            bytes_delivered=count("bytes_delivered"),
+            bytes_sent=count("bytes_sent"),
+            segments_sent=count("segments_sent"),
+            retransmits=0,
+            goodput_bps=goodput_bps,
+            throughput_bps=float(data.get("throughput_bps", goodput_bps)),
+            active_ns=count("active_ns"),
+            completion_ns=None if completion is None else int(completion),
+            rtt=RttStats.from_json(rtt, f"{where} rtt") if rtt else RttStats.empty(),
+            rto_count=0,
+            fast_recoveries=0,
+            spurious_undos=0,
+            final_cwnd_bytes=0,
+            final_ssthresh_bytes=None,
+            extra=_extra_numbers(data, known),
+            kind="cbr",
+            cbr=CbrStats.from_json(data, where),
+        )
+
+    @property
+    def is_tcp(self) -> bool:
+        return self.kind != "cbr"
 
 
 def _extra_numbers(data: Mapping[str, Any], known: set[str]) -> dict[str, float]:
@@ -134,6 +309,10 @@ class LinkResult:
     #: numeric link counters the core reports beyond the interface, passed through like
     #: `FlowResult.extra`
     extra: Mapping[str, float] = field(default_factory=dict)
+    #: packets lost because the link was down (None: the core did not report it)
+    outage_drops: int | None = None
+    #: packets a RED/CoDel queue dropped early (None: not reported)
+    aqm_drops: int | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LinkResult:
@@ -148,12 +327,19 @@ class LinkResult:
         return cls(
             name=str(_need(data, "name", where)),
             extra=_extra_numbers(data, {f.name for f in fields(cls)}),
+            outage_drops=_opt_int(data.get("outage_drops")),
+            aqm_drops=_opt_int(data.get("aqm_drops")),
             **values,
         )
 
     def to_json_dict(self) -> dict[str, Any]:
-        """Every field, the extra counters flattened in."""
-        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
+        """Every field (optional counters only when reported), the extra counters flattened
+        in."""
+        out = {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if f.name != "extra" and getattr(self, f.name) is not None
+        }
         for key, value in self.extra.items():
             out.setdefault(key, value)
         return out
@@ -171,15 +357,28 @@ class FlowSeries:
     retransmits: tuple[int, ...]
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> FlowSeries:
+    def from_json(cls, data: Mapping[str, Any], *, cbr: bool = False) -> FlowSeries:
+        """Every series is required for a TCP flow; a UDP (`cbr`) flow needs `goodput_bps`
+        only: missing TCP series read as no RTT sample, zero cwnd and no retransmission."""
         where = "series flow"
+        goodput = tuple(float(v) for v in _need(data, "goodput_bps", where))
+        if not cbr or "cwnd_bytes" in data:
+            return cls(
+                id=int(_need(data, "id", where)),
+                goodput_bps=goodput,
+                throughput_bps=tuple(float(v) for v in _need(data, "throughput_bps", where)),
+                rtt_mean_ns=tuple(_opt_float(v) for v in _need(data, "rtt_mean_ns", where)),
+                cwnd_bytes=tuple(int(v) for v in _need(data, "cwnd_bytes", where)),
+                retransmits=tuple(int(v) for v in _need(data, "retransmits", where)),
+            )
+        throughput = data.get("throughput_bps")
         return cls(
             id=int(_need(data, "id", where)),
-            goodput_bps=tuple(float(v) for v in _need(data, "goodput_bps", where)),
-            throughput_bps=tuple(float(v) for v in _need(data, "throughput_bps", where)),
-            rtt_mean_ns=tuple(_opt_float(v) for v in _need(data, "rtt_mean_ns", where)),
-            cwnd_bytes=tuple(int(v) for v in _need(data, "cwnd_bytes", where)),
-            retransmits=tuple(int(v) for v in _need(data, "retransmits", where)),
+            goodput_bps=goodput,
+            throughput_bps=goodput if throughput is None else tuple(float(v) for v in throughput),
+            rtt_mean_ns=tuple(None for _ in goodput),
+            cwnd_bytes=tuple(0 for _ in goodput),
+            retransmits=tuple(0 for _ in goodput),
         )
 
 
@@ -194,11 +393,12 @@ class Series:
     bottleneck_utilization: tuple[float, ...]
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Series:
+    def from_json(cls, data: Mapping[str, Any], cbr_ids: frozenset[int] = frozenset()) -> Series:
+        flows = _need(data, "flows", "series")
         return cls(
             interval_ns=int(_need(data, "interval_ns", "series")),
             t_ns=tuple(int(v) for v in _need(data, "t_ns", "series")),
-            flows=tuple(FlowSeries.from_json(f) for f in _need(data, "flows", "series")),
+            flows=tuple(FlowSeries.from_json(f, cbr=f.get("id") in cbr_ids) for f in flows),
             bottleneck_queue_pkts=tuple(float(v) for v in data.get("bottleneck_queue_pkts", ())),
             bottleneck_utilization=tuple(float(v) for v in data.get("bottleneck_utilization", ())),
         )
@@ -224,6 +424,8 @@ class RunResult:
         cls, result: str | Mapping[str, Any], *, wall_s: float, scenario: Mapping[str, Any]
     ) -> RunResult:
         data: Mapping[str, Any] = json.loads(result) if isinstance(result, str) else result
+        flows = tuple(FlowResult.from_json(f) for f in _need(data, "flows", "result"))
+        cbr_ids = frozenset(flow.id for flow in flows if not flow.is_tcp)
         return cls(
             name=str(_need(data, "name", "result")),
             seed=int(_need(data, "seed", "result")),
@@ -231,9 +433,9 @@ class RunResult:
             events=int(_need(data, "events", "result")),
             core_version=str(data.get("core_version", "")),
             wall_s=wall_s,
-            flows=tuple(FlowResult.from_json(f) for f in _need(data, "flows", "result")),
+            flows=flows,
             links=tuple(LinkResult.from_json(link) for link in _need(data, "links", "result")),
-            series=Series.from_json(_need(data, "series", "result")),
+            series=Series.from_json(_need(data, "series", "result"), cbr_ids),
             scenario=scenario,
         )
 
@@ -245,18 +447,35 @@ class RunResult:
 
     @property
     def bottleneck(self) -> LinkResult:
-        """The forward (data) direction of the bottleneck."""
-        return self.link("bottleneck.forward")
+        """The forward (data) direction of the bottleneck: the dumbbell's, or the path
+        segment with the lowest forward rate (see `paths.bottleneck_index`)."""
+        return self.link(bottleneck_link_names(self.scenario)[0])
+
+    @property
+    def bottleneck_reverse(self) -> LinkResult:
+        """The return (ACK) direction of the bottleneck segment."""
+        return self.link(bottleneck_link_names(self.scenario)[1])
+
+    @property
+    def tcp_flows(self) -> tuple[FlowResult, ...]:
+        return tuple(flow for flow in self.flows if flow.is_tcp)
+
+    @property
+    def cbr_flows(self) -> tuple[FlowResult, ...]:
+        return tuple(flow for flow in self.flows if not flow.is_tcp)
 
     @property
     def jain_fairness(self) -> float:
-        """Jain's index over the flows' goodput (all flows are TCP)."""
-        return jain_index([flow.goodput_bps for flow in self.flows])
+        """Jain's index over the TCP flows' goodput (CBR flows send at a fixed rate, so
+        they take no part in the competition the index measures)."""
+        return jain_index([flow.goodput_bps for flow in self.tcp_flows])
 
     def to_json_dict(self) -> dict[str, Any]:
-        """The object `tcplab run --json` prints (ms and s for people, bit/s and bytes)."""
+        """The object `tcplab run --json` prints (ms and s for people, bit/s and bytes).
+        `aggregate_goodput_bps` sums the TCP flows; `cbr_goodput_bps` (present when there are
+        CBR flows) the CBR ones."""
         bn = self.bottleneck
-        return {
+        out = {
             "name": self.name,
             "seed": self.seed,
             "duration_s": self.duration_ns / 1e9,
@@ -264,17 +483,24 @@ class RunResult:
             "events": self.events,
             "events_per_wall_s": self.events / self.wall_s if self.wall_s > 0 else None,
             "core_version": self.core_version,
-            "flows": [self._flow_json(flow) for flow in self.flows],
+            "flows": [
+                self._flow_json(flow) if flow.is_tcp else self._cbr_json(flow)
+                for flow in self.flows
+            ],
             "bottleneck": self._bottleneck_json(bn),
             "links": [link.to_json_dict() for link in self.links],
             "jain_fairness": self.jain_fairness,
-            "aggregate_goodput_bps": sum(flow.goodput_bps for flow in self.flows),
+            "aggregate_goodput_bps": sum(flow.goodput_bps for flow in self.tcp_flows),
             "scenario": copy.deepcopy(dict(self.scenario)),  # callers may edit their copy
         }
+        if self.cbr_flows:
+            out["cbr_goodput_bps"] = sum(flow.goodput_bps for flow in self.cbr_flows)
+        return out
 
     @staticmethod
     def _bottleneck_json(bn: LinkResult) -> dict[str, Any]:
         out: dict[str, Any] = {
+            "name": bn.name,
             "rate_bps": bn.rate_bps,
             "utilization": bn.utilization,
             "queue_drops": bn.queue_drops,
@@ -283,14 +509,40 @@ class RunResult:
             "queue_mean_pkts": bn.queue_mean_pkts,
             "queue_max_pkts": bn.queue_max_pkts,
         }
+        for key in ("outage_drops", "aqm_drops"):
+            if getattr(bn, key) is not None:
+                out[key] = getattr(bn, key)
         for key, value in bn.extra.items():
+            out.setdefault(key, value)
+        return out
+
+    def _cbr_json(self, flow: FlowResult) -> dict[str, Any]:
+        cbr = flow.cbr or CbrStats(0, 0, 0.0, RttStats.empty())
+        flows = self.scenario.get("flows") or []
+        app = flows[flow.id].get("app", {}) if flow.id < len(flows) else {}
+        out: dict[str, Any] = {
+            "id": flow.id,
+            "kind": "cbr",
+            "app": flow.app,
+            "start_s": flow.start_ns / 1e9,
+            "rate_bps": app.get("rate_bps"),
+            "packet_bytes": app.get("packet_bytes"),
+            "goodput_bps": flow.goodput_bps,
+            "packets_sent": cbr.packets_sent,
+            "packets_received": cbr.packets_received,
+            "loss_ratio": cbr.loss_ratio,
+            "owd_samples": cbr.owd.count,
+            **cbr.owd.ms_dict("owd"),
+        }
+        for key, value in flow.extra.items():
             out.setdefault(key, value)
         return out
 
     def _flow_json(self, flow: FlowResult) -> dict[str, Any]:
         bounds = flow_bounds(dict(self.scenario), flow.id)
-        out = {
+        out: dict[str, Any] = {
             "id": flow.id,
+            "kind": flow.kind,
             "cca": flow.cca,
             "app": flow.app,
             "start_s": flow.start_ns / 1e9,
@@ -318,6 +570,10 @@ class RunResult:
             "mathis_bps": bounds.mathis_bps,
             "padhye_bps": bounds.padhye_bps,
         }
+        if flow.legs:
+            out["legs"] = [leg.to_json_dict() for leg in flow.legs]
+        if flow.pep_buffer:
+            out["pep_buffer"] = [buffer.to_json_dict() for buffer in flow.pep_buffer]
         for key, value in flow.extra.items():
             out.setdefault(key, value)
         return out

@@ -14,9 +14,11 @@ are in `checks.py`, where the full field path is known for the error message.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
+from pathlib import Path
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import (
@@ -27,9 +29,11 @@ from pydantic import (
     Field,
     PlainSerializer,
     PlainValidator,
+    ValidationInfo,
 )
 
 from .errors import Problem
+from .traces import DeliveryTrace, RateTrace, read_delivery_trace, read_rate_trace
 from .units import (
     format_duration_ns,
     format_rate_bps,
@@ -141,10 +145,11 @@ def parse_queue(value: object) -> QueueSpec:
 
 Queue = Annotated[QueueSpec, PlainValidator(parse_queue), PlainSerializer(str, return_type=str)]
 
-ECN_THRESHOLD_ALLOWED: Final = 'a packet count such as "20pkts" (or 20)'
+PKT_COUNT_ALLOWED: Final = 'a packet count such as "20pkts" (or 20)'
+ECN_THRESHOLD_ALLOWED: Final = PKT_COUNT_ALLOWED
 
 
-def parse_ecn_threshold(value: object) -> int:
+def parse_pkt_count(value: object) -> int:
     """`"20pkts"` (or `pkt`) or a bare integer 20 → 20 packets."""
     if isinstance(value, int) and not isinstance(value, bool):
         count = value
@@ -152,12 +157,12 @@ def parse_ecn_threshold(value: object) -> int:
         text = value.strip().lower()
         number = text.removesuffix("pkts").removesuffix("pkt").strip()
         if number == text or not number.isdigit():
-            raise Problem("not a packet count", ECN_THRESHOLD_ALLOWED)
+            raise Problem("not a packet count", PKT_COUNT_ALLOWED)
         count = int(number)
     else:
-        raise Problem("not a packet count", ECN_THRESHOLD_ALLOWED)
+        raise Problem("not a packet count", PKT_COUNT_ALLOWED)
     if count < 1:
-        raise Problem("must be at least 1 packet", ECN_THRESHOLD_ALLOWED)
+        raise Problem("must be at least 1 packet", PKT_COUNT_ALLOWED)
     if count > MAX_QUEUE_PKTS:
         raise Problem("is absurdly large", f"at most {MAX_QUEUE_PKTS}pkts")
     return count
@@ -167,9 +172,12 @@ def _pkts_text(count: int) -> str:
     return f"{count}pkts"
 
 
-EcnThreshold = Annotated[
-    int, PlainValidator(parse_ecn_threshold), PlainSerializer(_pkts_text, return_type=str)
+parse_ecn_threshold = parse_pkt_count  # the ECN step threshold is a packet count
+
+PktCount = Annotated[
+    int, PlainValidator(parse_pkt_count), PlainSerializer(_pkts_text, return_type=str)
 ]
+EcnThreshold = PktCount
 
 
 def _cca_param(value: object) -> bool | int | float | str:
@@ -199,8 +207,173 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
-class BottleneckSpec(_Model):
-    """The shared link; `return_*` is the ACK direction and defaults to the forward values."""
+Fraction01 = Annotated[float, _check(lambda v: 0.0 < v <= 1.0, "must be in (0, 1]")]
+UnitInterval = Annotated[float, _check(lambda v: 0.0 <= v <= 1.0, "must be in [0, 1]")]
+PositiveDuration = Annotated[DurationNs, _check(lambda v: v > 0, "must be greater than 0")]
+
+AqmKind = Literal["droptail", "red", "codel"]
+
+
+class RedSpec(_Model):
+    """RED (Floyd & Jacobson 1993, Linux `sch_red`): drop or ECN-mark with a probability that
+    grows from 0 at `min_th` to `max_p` at `max_th` of the average queue (EWMA weight `w_q`);
+    `gentle` (Floyd 2000) ramps on to 1 at 2 x `max_th` instead of dropping everything."""
+
+    min_th_pkts: PktCount = Field(5, alias="min_th")
+    max_th_pkts: PktCount = Field(15, alias="max_th")
+    max_p: Fraction01 = 0.1
+    w_q: Fraction01 = 0.002
+    gentle: bool = True
+    # mark ECN-capable packets instead of dropping them (RFC 3168 §7)
+    ecn: bool = True
+
+
+class CodelSpec(_Model):
+    """CoDel (RFC 8289): drop or mark when packets have waited more than `target` for at
+    least `interval`."""
+
+    target_ns: PositiveDuration = Field(5_000_000, alias="target")
+    interval_ns: PositiveDuration = Field(100_000_000, alias="interval")
+    ecn: bool = True
+
+
+class LossSpec(_Model):
+    """Gilbert-Elliott bursty loss: a good and a bad state, stepped per packet."""
+
+    kind: Literal["gilbert-elliott"] = Field(alias="model", description='"gilbert-elliott"')
+    p_gb: Fraction01 = Field(description="the probability of going from good to bad, (0, 1]")
+    p_bg: Fraction01 = Field(description="the probability of going from bad to good, (0, 1]")
+    loss_good: UnitInterval = 0.0
+    loss_bad: UnitInterval = 1.0
+
+    @property
+    def mean_loss(self) -> float:
+        """Long-run loss probability: the stationary share of the bad state is
+        p_gb / (p_gb + p_bg)."""
+        bad = self.p_gb / (self.p_gb + self.p_bg)
+        return bad * self.loss_bad + (1.0 - bad) * self.loss_good
+
+
+OUTAGE_ALLOWED: Final = 'a [start, end] pair of durations, e.g. ["10s", "12s"]'
+
+
+def parse_outage(value: object) -> tuple[int, int]:
+    """`["10s", "12s"]` → `(10_000_000_000, 12_000_000_000)`: the link is down in [start, end)."""
+    if isinstance(value, tuple) and len(value) == 2 and all(isinstance(v, int) for v in value):
+        return value  # already parsed (a Scenario built in Python)
+    if not isinstance(value, list) or len(value) != 2:
+        raise Problem("an outage is a [start, end] pair", OUTAGE_ALLOWED)
+    start_ns, end_ns = parse_duration_ns(value[0]), parse_duration_ns(value[1])
+    if end_ns <= start_ns:
+        raise Problem("the outage ends before it starts", "start < end")
+    if end_ns > MAX_DURATION_NS:
+        raise Problem("is absurdly late", "at most 7 days")
+    return start_ns, end_ns
+
+
+def _outage_text(outage: tuple[int, int]) -> list[str]:
+    return [format_duration_ns(outage[0]), format_duration_ns(outage[1])]
+
+
+def _check_outage_order(outages: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    for index in range(1, len(outages)):
+        if outages[index][0] < outages[index - 1][1]:
+            raise Problem(
+                f"outage {index} starts before outage {index - 1} ends",
+                "intervals in time order, not overlapping",
+            )
+    return outages
+
+
+Outage = Annotated[
+    tuple[int, int],
+    PlainValidator(parse_outage),
+    PlainSerializer(_outage_text, return_type=list[str]),
+]
+Outages = Annotated[list[Outage], AfterValidator(_check_outage_order)]
+
+
+def _base_dir(info: ValidationInfo) -> Path | None:
+    context = info.context
+    base = context.get("base_dir") if isinstance(context, dict) else None
+    return Path(base) if base is not None else None
+
+
+def _file_name(value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise Problem("expected a file name", 'e.g. "traces/sat.csv"')
+    return value.strip()
+
+
+def _rate_trace(value: object, info: ValidationInfo) -> RateTrace:
+    if isinstance(value, RateTrace):
+        return value
+    return read_rate_trace(_file_name(value), _base_dir(info))
+
+
+def _delivery_trace(value: object, info: ValidationInfo) -> DeliveryTrace:
+    if isinstance(value, DeliveryTrace):
+        return value
+    return read_delivery_trace(_file_name(value), _base_dir(info))
+
+
+def _trace_path(trace: RateTrace | DeliveryTrace) -> str:
+    return trace.path
+
+
+RateTraceFile = Annotated[
+    RateTrace, PlainValidator(_rate_trace), PlainSerializer(_trace_path, return_type=str)
+]
+DeliveryTraceFile = Annotated[
+    DeliveryTrace, PlainValidator(_delivery_trace), PlainSerializer(_trace_path, return_type=str)
+]
+
+
+def effective_aqm(aqm: str | None, red: RedSpec | None, codel: CodelSpec | None) -> str | None:
+    """The queue discipline of a direction: `aqm` when written, else the one whose parameter
+    table is given, else DropTail; None when that is ambiguous (both tables, no `aqm`)."""
+    if aqm is not None:
+        return aqm
+    if red is not None and codel is not None:
+        return None
+    if red is not None:
+        return "red"
+    if codel is not None:
+        return "codel"
+    return "droptail"
+
+
+@dataclass(frozen=True)
+class Direction:
+    """One direction of a link with every default applied (see `LinkSpec`)."""
+
+    forward: bool
+    rate_bps: int
+    delay_ns: int
+    per: float
+    ber: float
+    queue: QueueSpec
+    ecn_threshold_pkts: int | None
+    aqm: str  # "droptail" when ambiguous; `checks.py` reports that case
+    red: RedSpec
+    codel: CodelSpec
+    loss: LossSpec | None
+    outages: tuple[tuple[int, int], ...]
+    rate_trace: RateTrace | None
+    delivery_trace: DeliveryTrace | None
+
+    def key(self, name: str) -> str:
+        """The TOML key of this direction's `name` setting (`per` or `return_per`)."""
+        return name if self.forward else f"return_{name}"
+
+
+class LinkSpec(_Model):
+    """A link (the dumbbell's bottleneck or a path segment) in both directions. The forward
+    direction carries data from the server side to the client side; the return direction
+    carries the ACKs. Return defaults: `return_rate`/`return_delay`/`return_queue` and
+    `return_outages` follow the forward value (an outage takes the whole link down); the
+    others (`return_per`, `return_ber`, `return_loss`, `return_ecn_threshold`, `return_aqm`,
+    the traces) are off unless written, since the ACK direction is a different channel."""
 
     rate_bps: RateBps = Field(alias="rate", description='a rate such as "4Mbps"')
     delay_ns: DelayNs = Field(alias="delay", description='a one-way delay such as "250ms"')
@@ -216,6 +389,96 @@ class BottleneckSpec(_Model):
     ecn_threshold_pkts: EcnThreshold | None = Field(None, alias="ecn_threshold")
     # the return direction carries only ACKs, which are not ECN-capable: no default marking
     return_ecn_threshold_pkts: EcnThreshold | None = Field(None, alias="return_ecn_threshold")
+    aqm: AqmKind | None = None
+    return_aqm: AqmKind | None = None
+    red: RedSpec | None = None
+    return_red: RedSpec | None = None
+    codel: CodelSpec | None = None
+    return_codel: CodelSpec | None = None
+    loss: LossSpec | None = None
+    return_loss: LossSpec | None = None
+    outages: Outages = Field(default_factory=list)
+    return_outages: Outages | None = None
+    rate_trace: RateTraceFile | None = None
+    return_rate_trace: RateTraceFile | None = None
+    delivery_trace: DeliveryTraceFile | None = None
+    return_delivery_trace: DeliveryTraceFile | None = None
+
+    def direction(self, forward: bool) -> Direction:
+        """The forward (data) or return (ACK) direction with its defaults applied."""
+        if forward:
+            return Direction(
+                forward=True,
+                rate_bps=self.rate_bps,
+                delay_ns=self.delay_ns,
+                per=self.per,
+                ber=self.ber,
+                queue=self.queue,
+                ecn_threshold_pkts=self.ecn_threshold_pkts,
+                aqm=effective_aqm(self.aqm, self.red, self.codel) or "droptail",
+                red=self.red or _DEFAULT_RED,
+                codel=self.codel or _DEFAULT_CODEL,
+                loss=self.loss,
+                outages=tuple(self.outages),
+                rate_trace=self.rate_trace,
+                delivery_trace=self.delivery_trace,
+            )
+        outages = self.outages if self.return_outages is None else self.return_outages
+        return Direction(
+            forward=False,
+            rate_bps=self.rate_bps if self.return_rate_bps is None else self.return_rate_bps,
+            delay_ns=self.delay_ns if self.return_delay_ns is None else self.return_delay_ns,
+            per=self.return_per,
+            ber=self.return_ber,
+            queue=self.queue if self.return_queue is None else self.return_queue,
+            ecn_threshold_pkts=self.return_ecn_threshold_pkts,
+            aqm=effective_aqm(self.return_aqm, self.return_red, self.return_codel) or "droptail",
+            red=self.return_red or _DEFAULT_RED,
+            codel=self.return_codel or _DEFAULT_CODEL,
+            loss=self.return_loss,
+            outages=tuple(outages),
+            rate_trace=self.return_rate_trace,
+            delivery_trace=self.return_delivery_trace,
+        )
+
+
+_DEFAULT_RED: Final = RedSpec.model_validate({})
+_DEFAULT_CODEL: Final = CodelSpec.model_validate({})
+
+
+class BottleneckSpec(LinkSpec):
+    """The dumbbell's shared link (`[bottleneck]`)."""
+
+
+_SEGMENT_NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
+SegmentName = Annotated[
+    str,
+    _check(
+        lambda v: _SEGMENT_NAME.fullmatch(v) is not None,
+        "not a valid segment name",
+        "1 to 64 letters, digits, '-' or '_'",
+    ),
+]
+
+
+class _Named(_Model):
+    name: SegmentName = Field(description='a segment name such as "satellite"')
+
+
+class SegmentSpec(LinkSpec, _Named):
+    """One `[[path.segments]]` table: a link between two nodes of the path (`name` first)."""
+
+
+PepMode = Literal["none", "gateway", "distributed"]
+
+
+class PathSpec(_Model):
+    """A chain of links from the server side to the client side, optionally split by PEPs."""
+
+    pep: PepMode = "none"
+    segments: list[SegmentSpec] = Field(
+        description="[[path.segments]] tables, from the server side to the client side"
+    )
 
 
 class AccessSpec(_Model):
@@ -269,22 +532,68 @@ class TcpSpec(_Model):
     stack: Stack = "linux"
 
 
+MAX_PEP_BUFFER_BYTES: Final = 2**34  # 16 GiB, the core's ceiling
+DEFAULT_PEP_BUFFER_BYTES: Final = 4 * 2**20
+
+
+class _PepOwn(_Model):
+    # None: the flow's own algorithm (and then its cca_params too)
+    cca: str | None = None
+    cca_params: dict[str, CcaParam] | None = None
+    buffer_bytes: (
+        Annotated[
+            SizeBytes,
+            _check(lambda v: 1 <= v <= MAX_PEP_BUFFER_BYTES, "out of range", "at most 16GiB"),
+        ]
+        | None
+    ) = Field(None, alias="buffer")
+
+
+class PepSpec(TcpSpec, _PepOwn):
+    """`[flows.pep]`: the TCP a split-TCP PEP speaks on the satellite leg. Besides `cca`,
+    `cca_params` and `buffer` (the relay buffer per connection) it takes every `[flows.tcp]`
+    key directly; keys left out come from the stack profile (not from the flow's
+    `[flows.tcp]`: the PEP is a different TCP stack)."""
+
+
+CBR_MAX_PACKET_BYTES: Final = 65_507  # largest UDP payload in an IPv4 datagram
+CBR_DEFAULT_PACKET_BYTES: Final = 1200
+
+
 class FlowSpec(_Model):
     """One `[[flows]]` table: `count` identical flows."""
 
     cca: str = "cubic"
     count: Annotated[int, _check(lambda v: 1 <= v <= 1000, "out of range", "1 to 1000")] = 1
     start_ns: DurationNs = Field(0, alias="start")
-    app: Literal["bulk", "file"] = "bulk"
+    app: Literal["bulk", "file", "cbr"] = "bulk"
     size_bytes: (
         Annotated[
             SizeBytes, _check(lambda v: 0 < v <= MAX_SIZE_BYTES, "out of range", "1B to 1000GB")
         ]
         | None
     ) = Field(None, alias="size")
+    # app = "cbr": the sending rate and the UDP payload of each datagram
+    rate_bps: RateBps | None = Field(None, alias="rate")
+    packet_bytes: (
+        Annotated[
+            SizeBytes,
+            _check(
+                lambda v: 1 <= v <= CBR_MAX_PACKET_BYTES,
+                "out of range",
+                f"1B to {CBR_MAX_PACKET_BYTES}B (one UDP datagram)",
+            ),
+        ]
+        | None
+    ) = Field(None, alias="packet_size")
     access: FlowAccessSpec | None = None
     cca_params: dict[str, CcaParam] = Field(default_factory=dict)
     tcp: TcpSpec = TcpSpec.model_validate({})  # frozen, so one shared default is safe
+    pep: PepSpec | None = None
+
+    @property
+    def is_tcp(self) -> bool:
+        return self.app != "cbr"
 
 
 class Scenario(_Model):
@@ -300,6 +609,20 @@ class Scenario(_Model):
     interval_ns: Annotated[
         DurationNs, _check(lambda v: v >= MIN_INTERVAL_NS, "too short", "at least 1ms")
     ] = Field(10**9, alias="interval")
-    bottleneck: BottleneckSpec = Field(description="a [bottleneck] table")
+    # exactly one of the two (checked in checks.py, which can name the key)
+    bottleneck: BottleneckSpec | None = None
+    path: PathSpec | None = None
     access: AccessSpec = AccessSpec.model_validate({})
     flows: list[FlowSpec] = Field(description="at least one [[flows]] table")
+
+    def links(self) -> list[tuple[str, str, LinkSpec]]:
+        """(TOML path, link name, link) of every link between the end hosts' access links:
+        the dumbbell's `bottleneck`, or the path's segments in order (server side first)."""
+        if self.path is not None:
+            return [
+                (f"path.segments[{index}]", segment.name, segment)
+                for index, segment in enumerate(self.path.segments)
+            ]
+        if self.bottleneck is not None:
+            return [("bottleneck", "bottleneck", self.bottleneck)]
+        return []

@@ -3,15 +3,24 @@
 Layout (schema version in `meta`):
 - `runs`: one row per simulated run, keyed by (scenario_hash, seed): the normalized scenario,
   versions, wall time and the run's summary metrics. A run is never modified once stored.
+  Flow metrics (goodput, RTT, fairness, ...) are over the TCP flows; CBR (UDP) flows have
+  their own `cbr_*` columns, and `bottleneck` names the link whose figures the link columns
+  hold (the path segment with the lowest forward rate).
 - `study_runs`: which study (and variant, grid parameters) a run belongs to. The same run can
   belong to several studies sharing one database, and is simulated once.
 - `studies`: each study's file text and description.
-- `flows`, `links`: per-flow and per-bottleneck-direction summaries of every run.
+- `flows`, `links`: per-flow and per-link-direction summaries of every run; `legs` and
+  `pep_buffers`: the PEP-split connections of a flow and the PEPs' relay buffers.
 - `<db>.series/<hash>-<seed>.parquet`: the per-interval series of a run, written (atomically)
   before the run's row is committed, so a stored run always has its series.
 
 Each run is committed in its own transaction as soon as it finishes: killing a sweep loses at
 most the runs that were still executing, and rerunning the study skips everything stored.
+
+Schema versions: 1 had TCP dumbbells only; 2 adds the CBR/PEP/link columns and tables
+(`_MIGRATIONS[2]`). A version-1 file is upgraded in place when it is opened (new columns only,
+filled with what version 1 implies: every flow was TCP, no run had a PEP), so it keeps its
+runs and can take new ones; a file from a newer tcplab is refused.
 """
 
 from __future__ import annotations
@@ -29,11 +38,14 @@ import pandas as pd  # type: ignore[import-untyped]
 
 from . import __version__
 from .errors import ScenarioError
-from .result import RunResult
+from .paths import base_rtt_ns, combined_loss, pep_mode, segments
+from .result import FlowResult, RunResult
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
 
-_SCHEMA: Final = """
+#: The version-1 tables, exactly as version 1 created them; later versions are migrations on
+#: top, so a new file and an upgraded one have the same columns in the same order.
+_SCHEMA_V1: Final = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
 CREATE TABLE IF NOT EXISTS studies (
     name VARCHAR PRIMARY KEY, description VARCHAR, text VARCHAR, created TIMESTAMP);
@@ -66,6 +78,44 @@ CREATE TABLE IF NOT EXISTS links (
     PRIMARY KEY (scenario_hash, seed, name));
 """
 
+_MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {
+    2: (
+        "ALTER TABLE runs ADD COLUMN IF NOT EXISTS n_cbr_flows INTEGER",
+        "ALTER TABLE runs ADD COLUMN IF NOT EXISTS cbr_goodput_bps DOUBLE",
+        "ALTER TABLE runs ADD COLUMN IF NOT EXISTS cbr_loss_ratio DOUBLE",
+        "ALTER TABLE runs ADD COLUMN IF NOT EXISTS cbr_owd_mean_ms DOUBLE",
+        "ALTER TABLE runs ADD COLUMN IF NOT EXISTS cbr_owd_p95_ms DOUBLE",
+        "ALTER TABLE runs ADD COLUMN IF NOT EXISTS pep VARCHAR",
+        "ALTER TABLE runs ADD COLUMN IF NOT EXISTS bottleneck VARCHAR",
+        "ALTER TABLE runs ADD COLUMN IF NOT EXISTS outage_drops UBIGINT",
+        "ALTER TABLE runs ADD COLUMN IF NOT EXISTS aqm_drops UBIGINT",
+        "ALTER TABLE flows ADD COLUMN IF NOT EXISTS kind VARCHAR",
+        "ALTER TABLE flows ADD COLUMN IF NOT EXISTS packets_sent UBIGINT",
+        "ALTER TABLE flows ADD COLUMN IF NOT EXISTS packets_received UBIGINT",
+        "ALTER TABLE flows ADD COLUMN IF NOT EXISTS loss_ratio DOUBLE",
+        "ALTER TABLE flows ADD COLUMN IF NOT EXISTS owd_mean_ms DOUBLE",
+        "ALTER TABLE flows ADD COLUMN IF NOT EXISTS owd_p95_ms DOUBLE",
+        "ALTER TABLE flows ADD COLUMN IF NOT EXISTS owd_max_ms DOUBLE",
+        "ALTER TABLE links ADD COLUMN IF NOT EXISTS outage_drops UBIGINT",
+        "ALTER TABLE links ADD COLUMN IF NOT EXISTS aqm_drops UBIGINT",
+        """CREATE TABLE IF NOT EXISTS legs (
+            scenario_hash VARCHAR NOT NULL, seed UBIGINT NOT NULL, flow_id INTEGER NOT NULL,
+            leg INTEGER NOT NULL, from_node VARCHAR, to_node VARCHAR, cca VARCHAR,
+            goodput_bps DOUBLE, retransmits UBIGINT, bytes_delivered UBIGINT,
+            rtt_mean_ms DOUBLE, rtt_p95_ms DOUBLE,
+            PRIMARY KEY (scenario_hash, seed, flow_id, leg))""",
+        """CREATE TABLE IF NOT EXISTS pep_buffers (
+            scenario_hash VARCHAR NOT NULL, seed UBIGINT NOT NULL, flow_id INTEGER NOT NULL,
+            node VARCHAR NOT NULL, mean_bytes DOUBLE, max_bytes UBIGINT, limit_bytes UBIGINT,
+            PRIMARY KEY (scenario_hash, seed, flow_id, node))""",
+        # what version 1 implies for its runs: TCP flows only, dumbbells without PEPs
+        "UPDATE flows SET kind = 'tcp' WHERE kind IS NULL",
+        "UPDATE runs SET n_cbr_flows = 0 WHERE n_cbr_flows IS NULL",
+        "UPDATE runs SET pep = 'none' WHERE pep IS NULL",
+        "UPDATE runs SET bottleneck = 'bottleneck.forward' WHERE bottleneck IS NULL",
+    ),
+}
+
 
 class StoreError(ScenarioError):
     """A results file that cannot be used (one-line message, exit code 2 in the CLI)."""
@@ -85,9 +135,21 @@ def _extra(obj: Any, key: str) -> int:
 
 
 def _base_rtt_ms(norm: Mapping[str, Any]) -> float:
-    fwd, rev = norm["bottleneck"]["forward"], norm["bottleneck"]["reverse"]
-    acc = norm["access"]["delay_ns"]
-    return float(fwd["delay_ns"] + rev["delay_ns"] + 4 * acc) / 1e6
+    return float(base_rtt_ns(norm)) / 1e6
+
+
+def _forward_per(norm: Mapping[str, Any]) -> float:
+    """Packet error rate of the whole forward path (one segment: its `per` exactly)."""
+    return combined_loss([float(segment.forward["per"]) for segment in segments(norm)])
+
+
+def _insert(con: Any, table: str, rows: list[dict[str, Any]]) -> None:
+    """Insert rows by column name (upgraded and new files agree on names, not positions)."""
+    if not rows:
+        return
+    columns = list(rows[0])
+    sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+    con.executemany(sql, [[row[c] for c in columns] for row in rows])
 
 
 class Store:
@@ -116,20 +178,40 @@ class Store:
             if tables or not create:
                 self.con.close()
                 raise StoreError(f"{self.path}: not a tcplab results database (no schema version)")
-            self.con.execute(_SCHEMA)
+            self.con.execute(_SCHEMA_V1)
             self.con.execute(
-                "INSERT INTO meta VALUES ('schema_version', ?), ('created_by', ?)",
-                [str(SCHEMA_VERSION), f"tcplab {__version__}"],
+                "INSERT INTO meta VALUES ('schema_version', '1'), ('created_by', ?)",
+                [f"tcplab {__version__}"],
             )
+            self._migrate(1)
             return
         row = self.con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        version = int(row[0]) if row else -1
-        if version != SCHEMA_VERSION:
+        version = int(row[0]) if row and str(row[0]).isdigit() else -1
+        if not 1 <= version <= SCHEMA_VERSION:
             self.con.close()
             raise StoreError(
                 f"{self.path}: results schema version {version}; this tcplab "
-                f"reads version {SCHEMA_VERSION}"
+                f"reads versions 1 to {SCHEMA_VERSION}"
             )
+        if version < SCHEMA_VERSION:
+            self._migrate(version)
+
+    def _migrate(self, version: int) -> None:
+        """Upgrade the file from `version` to `SCHEMA_VERSION` in one transaction."""
+        con = self.con
+        con.execute("BEGIN TRANSACTION")
+        try:
+            for target in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in _MIGRATIONS[target]:
+                    con.execute(statement)
+            con.execute(
+                "UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION)]
+            )
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            self.con.close()
+            raise
 
     def close(self) -> None:
         self.con.close()
@@ -198,94 +280,64 @@ class Store:
     ) -> None:
         """Store one finished run (and its study membership) in one transaction."""
         series_file = self._write_series(key, result)
-        flows = result.flows
-        goodputs = [f.goodput_bps for f in flows]
-        fwd = result.bottleneck
-        rev = result.link("bottleneck.reverse")
-        n = len(flows)
-        rtts = [f.rtt.mean_ns / 1e6 for f in flows if f.rtt.mean_ns is not None]
-        p95 = [f.rtt.p95_ns / 1e6 for f in flows if f.rtt.p95_ns is not None]
-        completions = [f.completion_ns / 1e9 for f in flows if f.completion_ns is not None]
-        cap = fwd.rate_bps
-        row = [
-            key[0],
-            key[1],
-            json.dumps(normalized, sort_keys=True),
-            __version__,
-            result.core_version,
-            _dt.datetime.now(_dt.UTC).replace(tzinfo=None),
-            result.wall_s,
-            result.events,
-            result.duration_ns / 1e9,
-            n,
-            float(cap),
-            float(rev.rate_bps),
-            _base_rtt_ms(normalized),
-            float(normalized["bottleneck"]["forward"]["per"]),
-            int(normalized["flows"][0]["tcp"]["mss_bytes"]),
-            sum(goodputs),
-            sum(goodputs) / n,
-            sum(f.throughput_bps for f in flows),
-            _finite(sum(rtts) / len(rtts)) if rtts else None,
-            max(p95) if p95 else None,
-            sum(f.retransmits for f in flows),
-            sum(f.rto_count for f in flows),
-            result.jain_fairness,
-            (min(goodputs) / max(goodputs)) if max(goodputs) > 0 else None,
-            fwd.utilization,
-            sum(goodputs) / cap,
-            fwd.queue_drops,
-            fwd.error_drops,
-            _extra(fwd, "ecn_marks"),
-            fwd.queue_mean_pkts,
-            max(completions) if len(completions) == n else None,
-            series_file,
+        run = _run_row(key, normalized, result, series_file)
+        flows = [_flow_row(key, f) for f in result.flows]
+        links = [
+            {
+                "scenario_hash": key[0],
+                "seed": key[1],
+                "name": lk.name,
+                "rate_bps": float(lk.rate_bps),
+                "utilization": lk.utilization,
+                "queue_drops": lk.queue_drops,
+                "error_drops": lk.error_drops,
+                "ecn_marks": _extra(lk, "ecn_marks"),
+                "queue_mean_pkts": lk.queue_mean_pkts,
+                "queue_max_pkts": lk.queue_max_pkts,
+                "outage_drops": lk.outage_drops,
+                "aqm_drops": lk.aqm_drops,
+            }
+            for lk in result.links
+        ]
+        legs = [
+            {
+                "scenario_hash": key[0],
+                "seed": key[1],
+                "flow_id": f.id,
+                "leg": index,
+                "from_node": leg.src,
+                "to_node": leg.dst,
+                "cca": leg.cca,
+                "goodput_bps": leg.goodput_bps,
+                "retransmits": leg.retransmits,
+                "bytes_delivered": leg.bytes_delivered,
+                "rtt_mean_ms": _ms(leg.rtt.mean_ns),
+                "rtt_p95_ms": _ms(leg.rtt.p95_ns),
+            }
+            for f in result.flows
+            for index, leg in enumerate(f.legs)
+        ]
+        buffers = [
+            {
+                "scenario_hash": key[0],
+                "seed": key[1],
+                "flow_id": f.id,
+                "node": b.node,
+                "mean_bytes": b.mean_bytes,
+                "max_bytes": b.max_bytes,
+                "limit_bytes": b.limit_bytes,
+            }
+            for f in result.flows
+            for b in f.pep_buffer
         ]
         con = self.con
         con.execute("BEGIN TRANSACTION")
         try:
-            con.execute(f"INSERT INTO runs VALUES ({', '.join('?' * len(row))})", row)
-            con.executemany(
-                "INSERT INTO flows VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    [
-                        key[0],
-                        key[1],
-                        f.id,
-                        f.cca,
-                        f.start_ns / 1e9,
-                        f.goodput_bps,
-                        f.throughput_bps,
-                        f.bytes_delivered,
-                        f.retransmits,
-                        f.rto_count,
-                        _ms(f.rtt.mean_ns),
-                        _ms(f.rtt.min_ns),
-                        _ms(f.rtt.p50_ns),
-                        _ms(f.rtt.p95_ns),
-                        None if f.completion_ns is None else f.completion_ns / 1e9,
-                    ]
-                    for f in flows
-                ],
-            )
-            con.executemany(
-                "INSERT INTO links VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    [
-                        key[0],
-                        key[1],
-                        lk.name,
-                        float(lk.rate_bps),
-                        lk.utilization,
-                        lk.queue_drops,
-                        lk.error_drops,
-                        _extra(lk, "ecn_marks"),
-                        lk.queue_mean_pkts,
-                        lk.queue_max_pkts,
-                    ]
-                    for lk in result.links
-                ],
-            )
+            _insert(con, "runs", [run])
+            _insert(con, "flows", flows)
+            _insert(con, "links", links)
+            _insert(con, "legs", legs)
+            _insert(con, "pep_buffers", buffers)
             self.add_membership(study, key, variant, params)
             con.execute("COMMIT")
         except BaseException:
@@ -321,6 +373,17 @@ class Store:
         ).df()
         return expand_params(df)
 
+    def legs(self, study: str | None = None) -> pd.DataFrame:
+        """The PEP-split connections of every flow (one row per leg)."""
+        where, args = ("WHERE m.study = ?", [study]) if study else ("", [])
+        df = self.con.execute(
+            f"SELECT m.study, m.variant, m.params_json, g.* FROM study_runs m "
+            f"JOIN legs g USING (scenario_hash, seed) {where} "
+            f"ORDER BY m.study, m.variant, g.scenario_hash, g.seed, g.flow_id, g.leg",
+            args,
+        ).df()
+        return expand_params(df)
+
     def series(self, scenario_hash: str, seed: int) -> pd.DataFrame:
         row = self.con.execute(
             "SELECT series_file FROM runs WHERE scenario_hash = ? AND seed = ?",
@@ -341,6 +404,103 @@ class Store:
                 "SELECT DISTINCT study FROM study_runs ORDER BY study"
             ).fetchall()
         ]
+
+
+def _run_row(
+    key: tuple[str, int], normalized: Mapping[str, Any], result: RunResult, series_file: str
+) -> dict[str, Any]:
+    """The `runs` row: flow metrics over the TCP flows, `cbr_*` over the CBR flows."""
+    tcp = result.tcp_flows
+    cbr = [f for f in result.cbr_flows if f.cbr is not None]
+    goodputs = [f.goodput_bps for f in tcp]
+    n = len(tcp)
+    fwd = result.bottleneck
+    rev = result.bottleneck_reverse
+    rtts = [f.rtt.mean_ns / 1e6 for f in tcp if f.rtt.mean_ns is not None]
+    p95 = [f.rtt.p95_ns / 1e6 for f in tcp if f.rtt.p95_ns is not None]
+    completions = [f.completion_ns / 1e9 for f in tcp if f.completion_ns is not None]
+    flows = normalized["flows"]
+    first_tcp = next((i for i, f in enumerate(result.flows) if f.is_tcp), 0)
+    cap = fwd.rate_bps
+    # the core's loss ratio leaves out datagrams still in flight at the end: weight it by
+    # datagrams sent rather than recounting from sent - received
+    sent = sum(f.cbr.packets_sent for f in cbr if f.cbr is not None)
+    lost = sum(f.cbr.loss_ratio * f.cbr.packets_sent for f in cbr if f.cbr is not None)
+    owd_means = [f.cbr.owd.mean_ns / 1e6 for f in cbr if f.cbr and f.cbr.owd.mean_ns is not None]
+    owd_p95 = [f.cbr.owd.p95_ns / 1e6 for f in cbr if f.cbr and f.cbr.owd.p95_ns is not None]
+    outages = [lk.outage_drops for lk in result.links if lk.outage_drops is not None]
+    aqm = [lk.aqm_drops for lk in result.links if lk.aqm_drops is not None]
+    return {
+        "scenario_hash": key[0],
+        "seed": key[1],
+        "scenario_json": json.dumps(normalized, sort_keys=True),
+        "tcplab_version": __version__,
+        "core_version": result.core_version,
+        "created": _dt.datetime.now(_dt.UTC).replace(tzinfo=None),
+        "wall_s": result.wall_s,
+        "events": result.events,
+        "duration_s": result.duration_ns / 1e9,
+        "n_flows": n,
+        "rate_bps": float(cap),
+        "return_rate_bps": float(rev.rate_bps),
+        "base_rtt_ms": _base_rtt_ms(normalized),
+        "per": _forward_per(normalized),
+        "mss_bytes": int(flows[first_tcp]["tcp"]["mss_bytes"]),
+        "goodput_bps": sum(goodputs),
+        "mean_flow_goodput_bps": sum(goodputs) / n if n else None,
+        "throughput_bps": sum(f.throughput_bps for f in tcp),
+        "rtt_mean_ms": _finite(sum(rtts) / len(rtts)) if rtts else None,
+        "rtt_p95_ms": max(p95) if p95 else None,
+        "retransmits": sum(f.retransmits for f in tcp),
+        "rto_count": sum(f.rto_count for f in tcp),
+        "jain_fairness": result.jain_fairness,
+        "minmax_ratio": (min(goodputs) / max(goodputs)) if goodputs and max(goodputs) > 0 else None,
+        "utilization": fwd.utilization,
+        "goodput_utilization": sum(goodputs) / cap,
+        "queue_drops": fwd.queue_drops,
+        "error_drops": fwd.error_drops,
+        "ecn_marks": _extra(fwd, "ecn_marks"),
+        "queue_mean_pkts": fwd.queue_mean_pkts,
+        "completion_s": max(completions) if n and len(completions) == n else None,
+        "series_file": series_file,
+        "n_cbr_flows": len(result.cbr_flows),
+        "cbr_goodput_bps": sum(f.goodput_bps for f in cbr) if cbr else None,
+        "cbr_loss_ratio": lost / sent if sent else None,
+        "cbr_owd_mean_ms": sum(owd_means) / len(owd_means) if owd_means else None,
+        "cbr_owd_p95_ms": max(owd_p95) if owd_p95 else None,
+        "pep": pep_mode(normalized),
+        "bottleneck": fwd.name,
+        "outage_drops": sum(outages) if outages else None,
+        "aqm_drops": sum(aqm) if aqm else None,
+    }
+
+
+def _flow_row(key: tuple[str, int], f: FlowResult) -> dict[str, Any]:
+    cbr = f.cbr
+    return {
+        "scenario_hash": key[0],
+        "seed": key[1],
+        "flow_id": f.id,
+        "cca": f.cca if f.is_tcp else None,
+        "start_s": f.start_ns / 1e9,
+        "goodput_bps": f.goodput_bps,
+        "throughput_bps": f.throughput_bps,
+        "bytes_delivered": f.bytes_delivered,
+        "retransmits": f.retransmits,
+        "rto_count": f.rto_count,
+        "rtt_mean_ms": _ms(f.rtt.mean_ns),
+        "rtt_min_ms": _ms(f.rtt.min_ns),
+        "rtt_p50_ms": _ms(f.rtt.p50_ns),
+        "rtt_p95_ms": _ms(f.rtt.p95_ns),
+        "completion_s": None if f.completion_ns is None else f.completion_ns / 1e9,
+        "kind": f.kind,
+        "packets_sent": None if cbr is None else cbr.packets_sent,
+        "packets_received": None if cbr is None else cbr.packets_received,
+        "loss_ratio": None if cbr is None else cbr.loss_ratio,
+        "owd_mean_ms": None if cbr is None else _ms(cbr.owd.mean_ns),
+        "owd_p95_ms": None if cbr is None else _ms(cbr.owd.p95_ns),
+        "owd_max_ms": None if cbr is None else _ms(cbr.owd.max_ns),
+    }
 
 
 def expand_params(df: pd.DataFrame) -> pd.DataFrame:

@@ -86,6 +86,8 @@ class Study:
     repetitions: int
     base_seed: int
     text: str = ""
+    #: where the study file is: trace files it names are relative to it
+    base_dir: Path | None = None
 
     @property
     def n_points(self) -> int:
@@ -137,7 +139,7 @@ def _resolve(params: Mapping[str, Any], key: str, value: Any) -> Any:
 
 def _validate_point(study: Study, variant: Variant, pairs: Sequence[tuple[str, Any]]) -> Scenario:
     try:
-        return load_scenario(study.base, pairs)
+        return load_scenario(study.base, pairs, base_dir=study.base_dir)
     except ScenarioError as exc:
         where = f" (variant {variant.name})" if variant.name else ""
         raise ScenarioError(f"{exc}{where}") from None
@@ -229,7 +231,11 @@ def _variants(raw: Any) -> tuple[Variant, ...]:
 
 
 def study_from_dict(
-    raw: Mapping[str, Any], *, default_name: str = "study", text: str = ""
+    raw: Mapping[str, Any],
+    *,
+    default_name: str = "study",
+    text: str = "",
+    base_dir: Path | None = None,
 ) -> Study:
     """Split a study dict into its base scenario and sweep; validates the sweep's shape and
     the base scenario (so mistakes surface before any run starts)."""
@@ -257,11 +263,19 @@ def study_from_dict(
     axes = tuple(Axis(str(path), _axis_values(str(path), spec)) for path, spec in sweep.items())
     data.setdefault("name", name)
     study = Study(
-        name, str(meta.get("description", "")), data, axes, variants, reps, base_seed, text
+        name,
+        str(meta.get("description", "")),
+        data,
+        axes,
+        variants,
+        reps,
+        base_seed,
+        text,
+        base_dir,
     )
     if study.n_runs > MAX_RUNS:
         raise field_error("sweep", study.n_runs, "too many runs", f"at most {MAX_RUNS}")
-    load_scenario(data)  # the base must be valid on its own (axes are checked per point)
+    load_scenario(data, base_dir=base_dir)  # the base must be valid on its own
     return study
 
 
@@ -270,4 +284,4 @@ def load_study(path: str | Path) -> Study:
     p = Path(path)
     raw = read_toml(p)
     text = p.read_text(encoding="utf-8")
-    return study_from_dict(raw, default_name=p.stem, text=text)
+    return study_from_dict(raw, default_name=p.stem, text=text, base_dir=p.parent)

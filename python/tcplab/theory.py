@@ -16,6 +16,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Final
 
+from .paths import base_rtt_ns, combined_loss, segments
+
 MATHIS_C: Final = math.sqrt(1.5)
 IP_TCP_HEADER_BYTES: Final = 40  # IPv4 20 B + TCP 20 B
 TIMESTAMP_OPTION_BYTES: Final = 12  # RFC 7323 option (10 B) padded to a 4-byte boundary
@@ -95,20 +97,33 @@ class FlowBounds:
 def flow_bounds(normalized: dict[str, Any], flow_id: int) -> FlowBounds:
     """Bounds for flow `flow_id` of a normalized scenario (docs/interface.md).
 
-    RTT is the base (propagation) RTT; the RTO for Padhye is Linux's srtt + rto_min, which is
-    what an RTO converges to when the RTT barely varies.
+    RTT is the base (propagation) RTT over every segment of the path; the RTO for Padhye is
+    Linux's srtt + rto_min, which is what an RTO converges to when the RTT barely varies.
+    `p` combines the forward segments' random loss (`per`/`ber`, or a Gilbert-Elliott
+    model's long-run loss). The models assume independent losses, so they are left out
+    (None) when any forward segment has a bursty (Gilbert-Elliott) loss model.
     """
     flow = normalized["flows"][flow_id]
-    forward = normalized["bottleneck"]["forward"]
-    reverse = normalized["bottleneck"]["reverse"]
     access = flow["access"] or normalized["access"]
-    rtt_s = (forward["delay_ns"] + reverse["delay_ns"] + 4 * access["delay_ns"]) / 1e9
+    rtt_s = base_rtt_ns(normalized, int(access["delay_ns"])) / 1e9
+    forwards = [segment.forward for segment in segments(normalized)]
     tcp = flow["tcp"]
     mss_bytes = int(tcp["mss_bytes"])
     size_bytes = wire_bytes(mss_bytes, bool(tcp["timestamps"]))
-    p = packet_loss(float(forward["per"]), float(forward["ber"]), size_bytes)
-    cap_bps = link_cap_bps(min(forward["rate_bps"], access["rate_bps"]), mss_bytes, size_bytes)
-    if p <= 0.0:
+    losses: list[float] = []
+    bursty = False
+    for forward in forwards:
+        model = forward.get("loss")
+        if model:
+            bursty = True
+            bad = model["p_gb"] / (model["p_gb"] + model["p_bg"])
+            losses.append(bad * model["loss_bad"] + (1.0 - bad) * model["loss_good"])
+        else:
+            losses.append(packet_loss(float(forward["per"]), float(forward["ber"]), size_bytes))
+    p = combined_loss(losses)
+    slowest_bps = min([int(forward["rate_bps"]) for forward in forwards] + [access["rate_bps"]])
+    cap_bps = link_cap_bps(slowest_bps, mss_bytes, size_bytes)
+    if p <= 0.0 or bursty:
         return FlowBounds(p, rtt_s, cap_bps, None, None)
     return FlowBounds(
         p=p,

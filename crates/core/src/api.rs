@@ -95,6 +95,10 @@ pub struct LinkResult {
     pub queue_drops: u64,
     pub error_drops: u64,
     pub ecn_marks: u64,
+    /// Packets lost because their service would have started during an outage.
+    pub outage_drops: u64,
+    /// RED early/forced drops and CoDel dequeue drops (tail drops are `queue_drops`).
+    pub aqm_drops: u64,
     pub queue_mean_pkts: f64,
     pub queue_max_pkts: u64,
     pub queue_mean_bytes: f64,
@@ -304,6 +308,8 @@ pub fn summarize(sim: &Simulation) -> RunResult {
                 queue_drops: s.queue_drops,
                 error_drops: s.error_drops,
                 ecn_marks: s.ecn_marks,
+                outage_drops: s.outage_drops,
+                aqm_drops: s.aqm_drops,
                 queue_mean_pkts: s.q_pkts.area as f64 / end as f64,
                 queue_max_pkts: s.q_pkts.max,
                 queue_mean_bytes: s.q_bytes.area as f64 / end as f64,

@@ -27,16 +27,135 @@ impl ConfigError {
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct QueueConfig {
+    /// `"droptail"` | `"red"` | `"codel"`.
     #[serde(default = "default_queue_kind")]
     pub kind: String,
     #[serde(default)]
     pub limit_pkts: Option<u64>,
     #[serde(default)]
     pub limit_bytes: Option<u64>,
+    /// RED parameters (only with `kind = "red"`; `None`: all defaults).
+    #[serde(default)]
+    pub red: Option<RedConfig>,
+    /// CoDel parameters (only with `kind = "codel"`; `None`: all defaults).
+    #[serde(default)]
+    pub codel: Option<CodelConfig>,
 }
 
 fn default_queue_kind() -> String {
     "droptail".into()
+}
+
+/// RED (Floyd & Jacobson 1993) parameters; the average queue is in packets.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct RedConfig {
+    /// Average queue below which nothing is marked.
+    pub min_th_pkts: f64,
+    /// Average queue at which the marking probability reaches `max_p`.
+    pub max_th_pkts: f64,
+    /// Marking probability at `max_th_pkts`, in (0, 1].
+    pub max_p: f64,
+    /// EWMA weight of the average queue, in (0, 1].
+    pub w_q: f64,
+    /// Gentle RED: the probability rises from `max_p` to 1 between `max_th` and `2·max_th`.
+    pub gentle: bool,
+    /// CE-mark ECN-capable packets instead of dropping them.
+    pub ecn: bool,
+}
+
+impl Default for RedConfig {
+    fn default() -> Self {
+        RedConfig {
+            min_th_pkts: 5.0,
+            max_th_pkts: 15.0,
+            max_p: 0.1,
+            w_q: 0.002,
+            gentle: true,
+            ecn: true,
+        }
+    }
+}
+
+/// CoDel (RFC 8289) parameters.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct CodelConfig {
+    /// Acceptable standing queue delay.
+    pub target_ns: u64,
+    /// Window over which the queue delay must stay above target before dropping starts.
+    pub interval_ns: u64,
+    /// CE-mark ECN-capable packets instead of dropping them.
+    pub ecn: bool,
+}
+
+impl Default for CodelConfig {
+    fn default() -> Self {
+        CodelConfig {
+            target_ns: 5_000_000,
+            interval_ns: 100_000_000,
+            ecn: true,
+        }
+    }
+}
+
+/// A loss model that replaces the Bernoulli `per`/`ber`.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum LossConfig {
+    /// Two-state Markov chain stepped per packet (Gilbert 1960, Elliott 1963).
+    GilbertElliott {
+        /// Probability of moving good → bad at a packet.
+        p_gb: f64,
+        /// Probability of moving bad → good at a packet (mean burst length 1/p_bg).
+        p_bg: f64,
+        /// Loss probability in the good state.
+        #[serde(default)]
+        loss_good: f64,
+        /// Loss probability in the bad state.
+        #[serde(default = "default_loss_bad")]
+        loss_bad: f64,
+    },
+}
+
+fn default_loss_bad() -> f64 {
+    1.0
+}
+
+/// A step of a rate trace: from `t_ns` on, the link runs at `rate_bps` with `delay_ns`
+/// (`None`: keep the previous delay). JSON: `[t_ns, rate_bps, delay_ns | null]`.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(from = "(u64, u64, Option<u64>)")]
+pub struct RatePoint {
+    pub t_ns: u64,
+    pub rate_bps: u64,
+    pub delay_ns: Option<u64>,
+}
+
+impl From<(u64, u64, Option<u64>)> for RatePoint {
+    fn from((t_ns, rate_bps, delay_ns): (u64, u64, Option<u64>)) -> Self {
+        RatePoint {
+            t_ns,
+            rate_bps,
+            delay_ns,
+        }
+    }
+}
+
+/// Mahimahi-style delivery opportunities, repeating every `period_ns`.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DeliveryTraceConfig {
+    /// Instants within a period (sorted, each in `0 ..= period_ns`).
+    pub opportunities_ns: Vec<u64>,
+    pub period_ns: u64,
+    /// Bytes the link can deliver at each opportunity.
+    #[serde(default = "default_bytes_per_opportunity")]
+    pub bytes_per_opportunity: u32,
+}
+
+fn default_bytes_per_opportunity() -> u32 {
+    1500
 }
 
 /// One direction of a link.
@@ -54,6 +173,18 @@ pub struct DirConfig {
     /// packets (DCTCP-style instantaneous marking). `None`: no marking.
     #[serde(default)]
     pub ecn_threshold_pkts: Option<u64>,
+    /// Loss model replacing `per`/`ber`; `None`: Bernoulli `per`/`ber`.
+    #[serde(default)]
+    pub loss: Option<LossConfig>,
+    /// `[start_ns, end_ns)` intervals during which the link is down (sorted, disjoint).
+    #[serde(default)]
+    pub outages: Vec<(u64, u64)>,
+    /// Piecewise-constant rate and delay (sorted, first at 0); replaces `rate_bps`/`delay_ns`.
+    #[serde(default)]
+    pub rate_trace: Option<Vec<RatePoint>>,
+    /// Delivery opportunities (Mahimahi); `rate_bps` is then ignored.
+    #[serde(default)]
+    pub delivery_trace: Option<DeliveryTraceConfig>,
 }
 
 /// The bottleneck link: forward (data) and reverse (ACK) directions.
@@ -70,6 +201,11 @@ pub struct BottleneckConfig {
 pub struct AccessConfig {
     pub rate_bps: u64,
     pub delay_ns: u64,
+    /// DropTail limit of every access interface, host side included (ns-2 puts a queue on
+    /// every link). `None`: routers keep 1000 packets and hosts never drop their own
+    /// packets (Linux TCP Small Queues).
+    #[serde(default)]
+    pub queue_pkts: Option<u64>,
 }
 
 /// What the application does.
@@ -274,20 +410,239 @@ fn check_dir(path: &str, d: &DirConfig) -> Result<(), ConfigError> {
         }
     }
     let q = &d.queue;
-    if q.kind != "droptail" {
+    if !["droptail", "red", "codel"].contains(&q.kind.as_str()) {
         return Err(ConfigError::new(
             &format!("{path}.queue.kind"),
-            format_args!("unknown queue discipline {:?}; allowed: droptail", q.kind),
+            format_args!(
+                "unknown queue discipline {:?}; allowed: droptail, red, codel",
+                q.kind
+            ),
         ));
     }
     match (q.limit_pkts, q.limit_bytes) {
-        (Some(p), None) if p >= 1 => Ok(()),
-        (None, Some(b)) if b >= 1600 => Ok(()),
-        _ => Err(ConfigError::new(
-            &format!("{path}.queue"),
-            "give exactly one of limit_pkts (>= 1) or limit_bytes (>= 1600)",
-        )),
+        (Some(p), None) if p >= 1 => {}
+        (None, Some(b)) if b >= 1600 => {}
+        _ => {
+            return Err(ConfigError::new(
+                &format!("{path}.queue"),
+                "give exactly one of limit_pkts (>= 1) or limit_bytes (>= 1600)",
+            ))
+        }
     }
+    if q.red.is_some() && q.kind != "red" {
+        return Err(ConfigError::new(
+            &format!("{path}.queue.red"),
+            format_args!("only allowed with kind \"red\" (kind is {:?})", q.kind),
+        ));
+    }
+    if q.codel.is_some() && q.kind != "codel" {
+        return Err(ConfigError::new(
+            &format!("{path}.queue.codel"),
+            format_args!("only allowed with kind \"codel\" (kind is {:?})", q.kind),
+        ));
+    }
+    if let Some(r) = &q.red {
+        check_red(&format!("{path}.queue.red"), r)?;
+    }
+    if let Some(c) = &q.codel {
+        for (name, v) in [("target_ns", c.target_ns), ("interval_ns", c.interval_ns)] {
+            if v == 0 || v > MAX_DELAY_NS {
+                return Err(ConfigError::new(
+                    &format!("{path}.queue.codel.{name}"),
+                    format_args!("{v} is out of range; allowed: 1 ..= {MAX_DELAY_NS}"),
+                ));
+            }
+        }
+    }
+    if let Some(LossConfig::GilbertElliott {
+        p_gb,
+        p_bg,
+        loss_good,
+        loss_bad,
+    }) = d.loss
+    {
+        for (name, v) in [
+            ("p_gb", p_gb),
+            ("p_bg", p_bg),
+            ("loss_good", loss_good),
+            ("loss_bad", loss_bad),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(ConfigError::new(
+                    &format!("{path}.loss.{name}"),
+                    format_args!("{v} must be in [0, 1]"),
+                ));
+            }
+        }
+    }
+    check_outages(path, &d.outages)?;
+    if d.rate_trace.is_some() && d.delivery_trace.is_some() {
+        return Err(ConfigError::new(
+            path,
+            "give at most one of rate_trace and delivery_trace",
+        ));
+    }
+    if let Some(t) = &d.rate_trace {
+        check_rate_trace(&format!("{path}.rate_trace"), t)?;
+    }
+    if let Some(t) = &d.delivery_trace {
+        check_delivery_trace(&format!("{path}.delivery_trace"), t)?;
+    }
+    Ok(())
+}
+
+/// Longest accepted trace or outage list (entries).
+const MAX_TRACE_LEN: usize = 10_000_000;
+
+fn check_red(path: &str, r: &RedConfig) -> Result<(), ConfigError> {
+    if !(r.min_th_pkts.is_finite() && r.min_th_pkts >= 0.0) {
+        return Err(ConfigError::new(
+            &format!("{path}.min_th_pkts"),
+            format_args!("{} must be a finite number >= 0", r.min_th_pkts),
+        ));
+    }
+    if !(r.max_th_pkts.is_finite() && r.max_th_pkts > r.min_th_pkts) {
+        return Err(ConfigError::new(
+            &format!("{path}.max_th_pkts"),
+            format_args!(
+                "{} must be a finite number > min_th_pkts ({})",
+                r.max_th_pkts, r.min_th_pkts
+            ),
+        ));
+    }
+    for (name, v) in [("max_p", r.max_p), ("w_q", r.w_q)] {
+        if !(v > 0.0 && v <= 1.0) {
+            return Err(ConfigError::new(
+                &format!("{path}.{name}"),
+                format_args!("{v} must be in (0, 1]"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_outages(path: &str, outages: &[(u64, u64)]) -> Result<(), ConfigError> {
+    if outages.len() > MAX_TRACE_LEN {
+        return Err(ConfigError::new(
+            &format!("{path}.outages"),
+            format_args!("more than {MAX_TRACE_LEN} intervals"),
+        ));
+    }
+    for (i, &(start, end)) in outages.iter().enumerate() {
+        let field = format!("{path}.outages[{i}]");
+        if end < start {
+            return Err(ConfigError::new(
+                &field,
+                format_args!("end before start ({end} < {start})"),
+            ));
+        }
+        if end == start {
+            return Err(ConfigError::new(
+                &field,
+                format_args!("empty interval (start = end = {start})"),
+            ));
+        }
+        if i > 0 && start < outages[i - 1].1 {
+            return Err(ConfigError::new(
+                &field,
+                format_args!(
+                    "starts at {start}, before the end of outages[{}] ({}); intervals must be sorted and disjoint",
+                    i - 1,
+                    outages[i - 1].1
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_rate_trace(path: &str, t: &[RatePoint]) -> Result<(), ConfigError> {
+    if t.is_empty() || t.len() > MAX_TRACE_LEN {
+        return Err(ConfigError::new(
+            path,
+            format_args!("needs 1 ..= {MAX_TRACE_LEN} points"),
+        ));
+    }
+    for (i, p) in t.iter().enumerate() {
+        if i == 0 && p.t_ns != 0 {
+            return Err(ConfigError::new(
+                &format!("{path}[0]"),
+                format_args!("the first point must be at t_ns = 0 (got {})", p.t_ns),
+            ));
+        }
+        if i > 0 && p.t_ns <= t[i - 1].t_ns {
+            return Err(ConfigError::new(
+                &format!("{path}[{i}]"),
+                format_args!(
+                    "t_ns {} is not after the previous point's {}; points must be sorted",
+                    p.t_ns,
+                    t[i - 1].t_ns
+                ),
+            ));
+        }
+        if p.rate_bps == 0 || p.rate_bps > MAX_RATE_BPS {
+            return Err(ConfigError::new(
+                &format!("{path}[{i}]"),
+                format_args!(
+                    "rate_bps {} is out of range; allowed: 1 ..= {MAX_RATE_BPS}",
+                    p.rate_bps
+                ),
+            ));
+        }
+        if p.delay_ns.is_some_and(|d| d > MAX_DELAY_NS) {
+            return Err(ConfigError::new(
+                &format!("{path}[{i}]"),
+                format_args!(
+                    "delay_ns {} is out of range; allowed: 0 ..= {MAX_DELAY_NS}",
+                    p.delay_ns.unwrap_or_default()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_delivery_trace(path: &str, t: &DeliveryTraceConfig) -> Result<(), ConfigError> {
+    if t.period_ns == 0 || t.period_ns > MAX_DURATION_NS {
+        return Err(ConfigError::new(
+            &format!("{path}.period_ns"),
+            format_args!(
+                "{} is out of range; allowed: 1 ..= {MAX_DURATION_NS}",
+                t.period_ns
+            ),
+        ));
+    }
+    if t.bytes_per_opportunity == 0 {
+        return Err(ConfigError::new(
+            &format!("{path}.bytes_per_opportunity"),
+            "must be at least 1",
+        ));
+    }
+    let o = &t.opportunities_ns;
+    if o.is_empty() || o.len() > MAX_TRACE_LEN {
+        return Err(ConfigError::new(
+            &format!("{path}.opportunities_ns"),
+            format_args!("needs 1 ..= {MAX_TRACE_LEN} instants"),
+        ));
+    }
+    for (i, &x) in o.iter().enumerate() {
+        if x > t.period_ns {
+            return Err(ConfigError::new(
+                &format!("{path}.opportunities_ns[{i}]"),
+                format_args!("{x} is after period_ns ({})", t.period_ns),
+            ));
+        }
+        if i > 0 && x < o[i - 1] {
+            return Err(ConfigError::new(
+                &format!("{path}.opportunities_ns[{i}]"),
+                format_args!(
+                    "{x} is before the previous instant {}; instants must be sorted",
+                    o[i - 1]
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn check_access(path: &str, a: &AccessConfig) -> Result<(), ConfigError> {

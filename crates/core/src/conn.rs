@@ -23,8 +23,9 @@ impl FlowSender {
     /// A relay hands over more data (relay senders are always Linux senders).
     #[inline]
     pub fn supply(&mut self, now: SimTime, bytes: u64, out: &mut Vec<Packet>) {
-        if let FlowSender::Linux(s) = self {
-            s.supply(now, bytes, out);
+        match self {
+            FlowSender::Linux(s) => s.supply(now, bytes, out),
+            FlowSender::Ns2(s) => s.supply(now, bytes, out),
         }
     }
 
@@ -201,13 +202,6 @@ pub fn build(seed: u64, spec: &ConnSpec<'_>, session: u32) -> Result<Flow, Confi
         t.rwnd_bytes.min(65_535)
     };
     if let Some(kind) = ns2::agent_for(spec.cca, t.stack) {
-        if spec.relay_sender || spec.relay_limit.is_some() {
-            return Err(ConfigError(format!(
-                "{}.cca: {:?} runs ns-2 semantics, which a split-TCP PEP leg cannot use; \
-                 allowed: a Linux algorithm on PEP legs",
-                spec.field, spec.cca
-            )));
-        }
         return ns2_conn(seed, spec, session, kind, rwnd);
     }
     let info = cc::info(spec.cca);
@@ -295,6 +289,7 @@ fn ns2_conn(
         rwnd_bytes: rwnd,
         timestamps: t.timestamps,
         app: spec.app,
+        relay: spec.relay_sender,
     };
     let id = spec.flow as u32;
     let agent = ns2::build(kind, id, spec.cca_params, &tcp, rng.next_f64())
@@ -309,12 +304,14 @@ fn ns2_conn(
         app: spec.app,
         ecn: EcnEcho::Off,
     };
+    let mut receiver = Receiver::new(id, rcfg);
+    receiver.relay_limit = spec.relay_limit;
     Ok(Flow {
         cca: spec.cca.to_string(),
         start: spec.start,
         app: spec.app,
         sender: FlowSender::Ns2(agent),
-        receiver: Receiver::new(id, rcfg),
+        receiver,
         session,
         leg: spec.leg as u8,
         ns2_sink: true,

@@ -33,6 +33,8 @@ pub enum TimerSlot {
 pub enum Event {
     /// The first packet in flight on `link` reaches the far end.
     LinkDeliver { link: u32 },
+    /// An event-driven link's transmitter is free: dequeue (`Link::on_wake`).
+    LinkWake { link: u32 },
     /// A connection endpoint's timer.
     Timer {
         flow: u32,

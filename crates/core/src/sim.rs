@@ -8,7 +8,7 @@
 use crate::config::{AppConfig, ConfigError, ScenarioConfig};
 pub use crate::conn::{Flow, FlowSender};
 use crate::event::{Event, EventQueue, Side, TimerSlot};
-use crate::net::link::Admission;
+use crate::net::link::{Admission, LinkOutput};
 use crate::net::packet::{flags as pflags, Packet, PacketKind, PacketPool};
 use crate::net::topology::{Dest, Topology};
 use crate::series::SeriesRecorder;
@@ -54,6 +54,8 @@ pub struct Simulation {
     relay_down: Vec<Option<(u32, u16)>>,
     pub end: SimTime,
     out: Vec<Packet>,
+    /// Scratch buffer for `Link::on_wake`.
+    link_out: Vec<LinkOutput>,
     pub series: SeriesRecorder,
     pub counters: PacketCounters,
     finished: bool,
@@ -96,6 +98,7 @@ impl Simulation {
             relay_down,
             end,
             out: Vec::with_capacity(64),
+            link_out: Vec::new(),
             series,
             counters: PacketCounters::default(),
             finished: false,
@@ -133,6 +136,7 @@ impl Simulation {
     fn dispatch(&mut self, now: SimTime, ev: Event) {
         match ev {
             Event::LinkDeliver { link } => self.link_deliver(now, link),
+            Event::LinkWake { link } => self.link_wake(now, link),
             Event::Timer { flow, side, slot } => self.timer(now, flow, side, slot),
             Event::FlowStart { flow } => self.start_session(now, flow),
             Event::UdpSend { flow } => self.udp_send(now, flow),
@@ -261,7 +265,7 @@ impl Simulation {
         };
         let link_id = self.topo.routes[route as usize].links[hop as usize];
         let link = &mut self.topo.links[link_id as usize];
-        match link.admit(now, wire, ect) {
+        match link.offer(now, idx, wire, ect) {
             Admission::Arrives { at, ce } => {
                 if link.push(at, idx) {
                     self.queue
@@ -271,14 +275,48 @@ impl Simulation {
                     self.pool.get_mut(idx).flags |= pflags::CE;
                 }
             }
-            Admission::QueueDrop | Admission::ErrorDrop => {
-                let p = self.pool.take(idx);
-                if p.kind == PacketKind::Udp {
-                    if let SessionKind::Udp { sink, .. } = &mut self.sessions[p.flow as usize].kind
-                    {
-                        sink.packets_dropped += 1;
+            Admission::Queued => {
+                if let Some(t) = link.arm_wakeup() {
+                    self.queue.schedule(t, Event::LinkWake { link: link_id });
+                }
+            }
+            Admission::QueueDrop
+            | Admission::ErrorDrop
+            | Admission::OutageDrop
+            | Admission::AqmDrop => self.drop_packet(idx),
+        }
+    }
+
+    /// An event-driven link dequeues: put what it sent on the wire, free what it dropped.
+    fn link_wake(&mut self, now: SimTime, link_id: u32) {
+        let mut outs = std::mem::take(&mut self.link_out);
+        self.topo.links[link_id as usize].on_wake(now, &mut outs);
+        for o in outs.drain(..) {
+            match o {
+                LinkOutput::Sent { pkt, at, ce } => {
+                    if self.topo.links[link_id as usize].push(at, pkt) {
+                        self.queue
+                            .schedule(at, Event::LinkDeliver { link: link_id });
+                    }
+                    if ce {
+                        self.pool.get_mut(pkt).flags |= pflags::CE;
                     }
                 }
+                LinkOutput::Dropped { pkt, .. } => self.drop_packet(pkt),
+            }
+        }
+        if let Some(t) = self.topo.links[link_id as usize].arm_wakeup() {
+            self.queue.schedule(t, Event::LinkWake { link: link_id });
+        }
+        self.link_out = outs;
+    }
+
+    /// A link dropped packet `idx`: free it, and count it against its UDP flow if any.
+    fn drop_packet(&mut self, idx: u32) {
+        let p = self.pool.take(idx);
+        if p.kind == PacketKind::Udp {
+            if let SessionKind::Udp { sink, .. } = &mut self.sessions[p.flow as usize].kind {
+                sink.packets_dropped += 1;
             }
         }
     }

@@ -32,8 +32,14 @@ fn path(
             kind: "droptail".into(),
             limit_pkts: Some(buffer_pkts),
             limit_bytes: None,
+            red: None,
+            codel: None,
         },
         ecn_threshold_pkts: k,
+        loss: None,
+        outages: Vec::new(),
+        rate_trace: None,
+        delivery_trace: None,
     };
     ScenarioConfig {
         name: "cc_e".into(),
@@ -48,6 +54,7 @@ fn path(
         access: AccessConfig {
             rate_bps: access_bps,
             delay_ns: access_delay_ns,
+            queue_pkts: None,
         },
         flows,
     }
@@ -253,6 +260,7 @@ fn two_dctcp_flows_share_the_link_fairly() {
         f.access = Some(AccessConfig {
             rate_bps: 10 * GBPS,
             delay_ns: access_delay_ns,
+            queue_pkts: None,
         });
         f
     };

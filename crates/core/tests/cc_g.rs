@@ -45,6 +45,7 @@ impl Harness {
             rwnd_bytes: window_pkts * mss as u64,
             timestamps: false,
             app: AppConfig::Bulk,
+            relay: false,
         };
         let s = ns2::build(kind, 0, &BTreeMap::new(), &tcp, 0.5).unwrap();
         let r = Receiver::new(
@@ -362,8 +363,14 @@ fn goodput_ns2_scenario(cca: &str, mss: u32) -> tcplab_core::config::ScenarioCon
             kind: "droptail".into(),
             limit_pkts: Some(64),
             limit_bytes: None,
+            red: None,
+            codel: None,
         },
         ecn_threshold_pkts: None,
+        loss: None,
+        outages: Vec::new(),
+        rate_trace: None,
+        delivery_trace: None,
     };
     ScenarioConfig {
         name: format!("goodput-ns2 {cca} {mss}"),
@@ -378,6 +385,7 @@ fn goodput_ns2_scenario(cca: &str, mss: u32) -> tcplab_core::config::ScenarioCon
         access: AccessConfig {
             rate_bps: 10_000_000,
             delay_ns: 1_000_000,
+            queue_pkts: None,
         },
         flows: (0..4)
             .map(|_| FlowConfig {
@@ -533,4 +541,49 @@ fn catalogue_lists_the_ns2_agents() {
             .collect();
         assert!(params.contains(&"max_burst"), "{name}: {params:?}");
     }
+}
+
+#[test]
+fn goodput_study_with_drop_tail_access_queues_orders_the_classic_stacks() {
+    // The ns-2 goodput setup with ns-2's DropTail on every link (64 packets, host NICs
+    // included): each sender's 10 Mbit/s access link is its bottleneck, slow start overflows
+    // it with several drops per window, and the classic result follows (Fall & Floyd 1996):
+    // SACK/FACK repair them in one RTT without timeouts, NewReno one per RTT, Tahoe restarts
+    // slow start, Reno times out; Vegas avoids the losses altogether.
+    let run = |cca: &str| {
+        let tcp = |sack| {
+            serde_json::json!({"mss_bytes": 1460, "stack": "ns2", "timestamps": false,
+                "delayed_ack": false, "rwnd_bytes": 128 * 1460, "initial_window_pkts": 2,
+                "sack": sack, "dsack": false, "rack": false, "tlp": false, "frto": false})
+        };
+        let d = serde_json::json!({"rate_bps": 100_000_000u64, "delay_ns": 3_000_000,
+            "queue": {"limit_pkts": 64}});
+        let flows: Vec<_> = (0..4)
+            .map(|_| {
+                serde_json::json!({"cca": cca, "app": {"kind": "bulk"},
+                "tcp": tcp(cca == "sack" || cca == "fack")})
+            })
+            .collect();
+        let v = serde_json::json!({"name": "g", "seed": 1, "duration_ns": 11_000_000_000u64,
+            "bottleneck": {"forward": d, "reverse": d},
+            "access": {"rate_bps": 10_000_000, "delay_ns": 100_000, "queue_pkts": 64},
+            "flows": flows});
+        let cfg = tcplab_core::config::ScenarioConfig::from_json(&v.to_string()).unwrap();
+        let r = tcplab_core::api::run(cfg).unwrap();
+        let g: f64 = r.flows.iter().map(|f| f.goodput_bps).sum();
+        let rto: u64 = r.flows.iter().map(|f| f.rto_count).sum();
+        (g, rto)
+    };
+    let [tahoe, reno, newreno, vegas, sack, fack] =
+        ["tahoe", "reno", "newreno", "vegas", "sack", "fack"].map(run);
+    eprintln!(
+        "goodput-ns2 with access queues: tahoe {tahoe:?} reno {reno:?} newreno {newreno:?} \
+               vegas {vegas:?} sack {sack:?} fack {fack:?}"
+    );
+    assert!(sack.0 > newreno.0 && fack.0 > newreno.0);
+    assert!(newreno.0 > reno.0 && tahoe.0 > reno.0);
+    assert_eq!((sack.1, fack.1, vegas.1), (0, 0, 0));
+    assert!(reno.1 > 0, "Reno times out on multiple drops per window");
+    // Four flows cannot exceed 4 x 10 Mbit/s x 1460/1500 = 38.93 Mbit/s of payload.
+    assert!(sack.0 <= 38.94e6 && sack.0 > 0.99 * 38.93e6);
 }

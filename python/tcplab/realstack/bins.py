@@ -1,5 +1,6 @@
-"""Where the real-stack binaries are: `$TCPLAB_BIN_DIR`, then the repository's
-`target/release/` (an editable install runs from the source tree), then `PATH`."""
+"""Where the real-stack binaries are: `$TCPLAB_BIN_DIR`, then the repository's build
+directories (an editable install runs from the source tree; `make build` uses the `tools`
+profile, `cargo build --release` the release one: the newer of the two wins), then `PATH`."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ _REPO_ROOT: Final = Path(__file__).resolve().parents[3]
 
 #: How to get each binary when it is missing.
 _HINTS: Final = {
-    "tcplab-emu": "build it with `make build` (cargo build --release -p tcplab-emu)",
-    "tcplab-pep": "build it with `make build` (cargo build --release -p tcplab-pep)",
+    "tcplab-emu": "build it with `make build` (cargo build --profile tools -p tcplab-emu)",
+    "tcplab-pep": "build it with `make build` (cargo build --profile tools -p tcplab-pep)",
     "iperf3": "install it with `make system-deps` (Debian package iperf3)",
     "nft": "install it with `make system-deps` (Debian package nftables)",
     "ip": "install iproute2",
@@ -28,13 +29,17 @@ def _executable(path: Path) -> bool:
 
 
 def find_binary(name: str) -> Path | None:
-    """The first executable `name` in `$TCPLAB_BIN_DIR`, `<repo>/target/release`, `PATH`."""
+    """Executable `name` from `$TCPLAB_BIN_DIR`, `<repo>/target/{release,tools}`, `PATH`."""
     env_dir = os.environ.get("TCPLAB_BIN_DIR")
-    candidates = [Path(env_dir) / name] if env_dir else []
-    candidates.append(_REPO_ROOT / "target" / "release" / name)
-    for path in candidates:
-        if _executable(path):
-            return path
+    if env_dir and _executable(Path(env_dir) / name):
+        return Path(env_dir) / name
+    built = [
+        path
+        for path in (_REPO_ROOT / "target" / profile / name for profile in ("release", "tools"))
+        if _executable(path)
+    ]
+    if built:
+        return max(built, key=lambda path: path.stat().st_mtime)
     found = shutil.which(name)
     return Path(found) if found else None
 
@@ -44,5 +49,5 @@ def require_binary(name: str) -> Path:
     path = find_binary(name)
     if path is None:
         hint = _HINTS.get(name, "install it")
-        raise MissingFeature(f"{name} not found (TCPLAB_BIN_DIR, target/release, PATH): {hint}")
+        raise MissingFeature(f"{name} not found (TCPLAB_BIN_DIR, target/, PATH): {hint}")
     return path

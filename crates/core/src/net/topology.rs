@@ -68,32 +68,15 @@ pub struct Topology {
 }
 
 fn dir_link(name: &str, d: &DirConfig, seed: u64) -> Link {
-    let limit = match (d.queue.limit_pkts, d.queue.limit_bytes) {
-        (_, Some(b)) => QueueLimit::Bytes(b),
-        (Some(p), None) => QueueLimit::Packets(p),
-        (None, None) => QueueLimit::Packets(1000),
-    };
-    let mut l = Link::new(
-        name,
-        d.rate_bps,
-        SimDuration::from_ns(d.delay_ns),
-        limit,
-        ErrorModel {
-            per: d.per,
-            ber: d.ber,
-        },
-        SimRng::substream(seed, &format!("link/{name}/errors")),
-    );
-    l.ecn_threshold_pkts = d.ecn_threshold_pkts;
-    l
+    Link::from_config(name, d, seed)
 }
 
 fn access_link(name: String, a: &AccessConfig, host_side: bool, seed: u64) -> Link {
     let rng = SimRng::substream(seed, &format!("link/{name}/errors"));
-    let limit = if host_side {
-        QueueLimit::Unlimited
-    } else {
-        QueueLimit::Packets(ACCESS_QUEUE_PKTS)
+    let limit = match (a.queue_pkts, host_side) {
+        (Some(n), _) => QueueLimit::Packets(n.max(1)),
+        (None, true) => QueueLimit::Unlimited,
+        (None, false) => QueueLimit::Packets(ACCESS_QUEUE_PKTS),
     };
     Link::new(
         name,

@@ -53,8 +53,14 @@ impl Spec {
                 kind: "droptail".into(),
                 limit_pkts: Some(self.queue_pkts),
                 limit_bytes: None,
+                red: None,
+                codel: None,
             },
             ecn_threshold_pkts: self.ecn_k,
+            loss: None,
+            outages: Vec::new(),
+            rate_trace: None,
+            delivery_trace: None,
         };
         ScenarioConfig {
             name: "test".into(),
@@ -69,6 +75,7 @@ impl Spec {
             access: AccessConfig {
                 rate_bps: 1_000_000_000,
                 delay_ns: ACCESS_DELAY_NS,
+                queue_pkts: None,
             },
             flows: (0..self.flows)
                 .map(|_| FlowConfig {

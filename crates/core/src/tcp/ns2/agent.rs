@@ -83,6 +83,8 @@ pub struct Ns2Config {
     /// `timestamps_`.
     pub timestamps: bool,
     pub app: AppConfig,
+    /// Fed by a relay: the application's data arrives over time (`supply`).
+    pub relay: bool,
     /// NewReno: `partial_window_deflation_`, `newreno_changes1_`.
     pub partial_window_deflation: bool,
     pub newreno_changes1: bool,
@@ -238,6 +240,8 @@ pub struct Ns2Sender {
     /// Send time and "retransmitted" flag of data packets from `tx_base` on (statistics).
     tx_log: VecDeque<(SimTime, bool)>,
     tx_base: i64,
+    /// Bytes handed over by a relay so far.
+    supplied: u64,
     pub stats: SenderStats,
 }
 
@@ -251,6 +255,8 @@ impl Ns2Sender {
                 (size_bytes, n + 1, true)
             }
         };
+        // A relayed stream starts with nothing to send but the handshake (packet 0).
+        let curseq = if cfg.relay { 1 } else { curseq };
         let rtt = Ns2Rtt::new(
             cfg.tick_s,
             cfg.min_rto_s,
@@ -294,6 +300,7 @@ impl Ns2Sender {
             syn_sent_at: SimTime::ZERO,
             tx_log: VecDeque::new(),
             tx_base: 1,
+            supplied: 0,
             stats: SenderStats::default(),
             cfg,
         }
@@ -306,6 +313,24 @@ impl Ns2Sender {
         self.now = now;
         if !self.passive && self.open == Open::Idle {
             self.open = Open::Sent;
+            self.send_much(self.cfg.max_burst);
+        }
+        out.append(&mut self.pending);
+    }
+
+    /// A relay hands over `bytes` more of the stream (ns-2's `advanceby`: `curseq_` grows
+    /// by the packets now complete, the last partial one once the whole stream is in).
+    pub fn supply(&mut self, now: SimTime, bytes: u64, out: &mut Vec<Packet>) {
+        self.now = now;
+        self.supplied = (self.supplied + bytes).min(self.app_end);
+        let mss = self.cfg.mss as u64;
+        let mut pkts = self.supplied / mss;
+        if self.supplied == self.app_end && !self.supplied.is_multiple_of(mss) {
+            pkts += 1;
+        }
+        self.curseq = 1 + pkts as i64;
+        self.closed = false;
+        if self.open == Open::Established {
             self.send_much(self.cfg.max_burst);
         }
         out.append(&mut self.pending);
@@ -815,6 +840,7 @@ pub(crate) mod testutil {
             rwnd_bytes: wnd * MSS as u64,
             timestamps: false,
             app: AppConfig::Bulk,
+            relay: false,
         };
         let mut s = build(kind, 0, &given, &tcp, 0.0).unwrap();
         let mut out = Vec::new();

@@ -300,6 +300,8 @@ pub struct FlowTcp {
     /// `timestamps_`: RTT from echoed timestamps on every new ACK, 10-byte option.
     pub timestamps: bool,
     pub app: AppConfig,
+    /// The data comes from a split-TCP PEP relay, handed over as it arrives (`supply`).
+    pub relay: bool,
 }
 
 /// Build the agent `kind` for a flow, checking `params` against the agent's list.
@@ -347,6 +349,7 @@ pub fn build(
         init_rto_s,
         timestamps: tcp.timestamps,
         app: tcp.app,
+        relay: tcp.relay,
         partial_window_deflation: flag("partial_window_deflation")?,
         newreno_changes1: flag("newreno_changes1")?,
         partial_ack: flag("partial_ack")?,
@@ -392,6 +395,7 @@ mod tests {
             rwnd_bytes: 20_000,
             timestamps: false,
             app: AppConfig::Bulk,
+            relay: false,
         };
         let e = build(Ns2Kind::Sack1, 0, &given, &tcp, 0.5).err().unwrap();
         assert!(
