@@ -344,7 +344,9 @@ def test_cbr_flow_reports_datagrams_and_loss() -> None:
     (f,) = converted("cbr").flows
     assert f.retransmits == 0 and f.rtt.count == 0
     assert f.goodput_bps == pytest.approx(1e6, rel=0.05)
-    assert f.extra["packets_sent"] >= f.extra["packets_received"] > 0
+    assert f.kind == "cbr" and f.cbr is not None
+    assert f.cbr.packets_sent >= f.cbr.packets_received > 0
+    assert f.cbr.loss_ratio == pytest.approx(1 - f.cbr.packets_received / f.cbr.packets_sent)
 
 
 # ---------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ flow's congestion control, and returns the same `RunResult` as `tcplab.run`. `va
 runs both and compares them; `calibrate()` measures the emulator itself.
 
 Modules: `bins` (finding binaries), `features` (root, TUN, tools, kernel algorithms,
-TPROXY), `path` (the segments of a normalized scenario), `kernel_tcp` (TCP options as Linux
+TPROXY), `kernel_tcp` (TCP options as Linux
 settings), `plan` (topology plan, pure), `netns` (building it), `cleanup` (undo stack,
 signals, atexit, leftovers), `procs` (child processes), `topology` (a built topology with
 its emulator), `iperf` and `convert` (iperf3 commands; its JSON → result, pure),

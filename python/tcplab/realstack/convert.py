@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..paths import bottleneck_index, segments
 from .iperf import (
     Sample,
     error_of,
@@ -32,7 +33,6 @@ from .iperf import (
     sender_samples,
     total_retransmits,
 )
-from .path import bottleneck_index, segments
 from .plan import FlowPlan
 
 #: A receiver report starting this close to the end of the run is the drain after it.

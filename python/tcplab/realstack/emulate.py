@@ -22,6 +22,7 @@ from typing import Any, Final
 
 from ..loader import Overrides, ScenarioSource, load_scenario, override_pairs
 from ..normalize import normalize
+from ..paths import base_rtt_ns, pep_mode
 from ..result import RunResult
 from . import commands, features
 from .bins import require_binary
@@ -30,7 +31,6 @@ from .convert import FlowRun, result_json, run_errors
 from .errors import EmulationError, MissingFeature
 from .iperf import client_argv, server_argv
 from .options import EmulateOptions
-from .path import base_rtt_ns, pep_mode
 from .plan import IPERF_PORT, FlowPlan, PepMode, plan_topology
 from .procs import Proc
 from .topology import Topology, topology

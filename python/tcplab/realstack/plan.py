@@ -29,8 +29,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
 from ..errors import ScenarioError
+from ..paths import pep_mode, satellite_index, segments
 from .kernel_tcp import kernel_tcp
-from .path import pep_mode, satellite_index, segments
 
 PREFIX: Final = "tcplab-"
 IPERF_PORT: Final = 5201
