@@ -32,11 +32,19 @@ system-deps:
 	  apt-get install -y -q chromium >/dev/null 2>&1 || \
 	  { apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null; } || \
 	  echo "warning: could not install chromium; the browser test will be skipped"; }
+	@command -v iperf3 >/dev/null 2>&1 || { \
+	  echo "installing Debian iperf3 (tcplab emulate)"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get install -y -q iperf3 >/dev/null 2>&1 || \
+	  { apt-get update -q >/dev/null && apt-get install -y -q iperf3 >/dev/null; } || \
+	  echo "warning: could not install iperf3; the real-stack tests will be skipped"; }
 
 
-# Build the Rust extension in release mode and install the package (editable) into .venv.
+# Build the Rust extension in release mode and install the package (editable) into .venv;
+# also the real-stack binaries (target/tools/tcplab-emu, tcplab-pep; found by tcplab.realstack).
 build: venv
 	VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/maturin develop --release --extras dev -q
+	$(CARGO) build --profile tools -q -p tcplab-emu -p tcplab-pep
 
 demo: build
 	$(BIN)/tcplab demo --out demo-out
@@ -46,6 +54,7 @@ test: build system-deps test-rust lint test-py
 test-rust:
 	$(CARGO) test --release -p tcplab-core
 	$(CARGO) test --profile tools -p tcplab-pep
+	$(CARGO) test --profile tools -p tcplab-emu
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
 
 lint: build
@@ -54,7 +63,7 @@ lint: build
 	$(BIN)/python -m mypy.stubtest tcplab._core
 
 test-py: build system-deps
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -rs
 
 bench: build
 	$(BIN)/python -m tcplab.bench

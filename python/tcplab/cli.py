@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 
 from .cli_study import add_commands as add_study_commands
 from .errors import Problem, ScenarioError, field_error
+from .realstack.cli import add_commands as add_realstack_commands
 from .scenario import MAX_SEED
 from .units import parse_duration_ns
 
@@ -185,6 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(handler=_cmd_demo)
 
     add_study_commands(sub)
+    add_realstack_commands(sub)
     return parser
 
 
@@ -202,7 +204,7 @@ def _run(argv: Sequence[str] | None) -> int:
     if args.command is None:
         raise ScenarioError(
             "missing command; allowed: run, ccas, demo, validate-scenario, sweep, report, plot, "
-            "results, study"
+            "results, study, emulate, validate"
         )
     status: int = args.handler(args)
     return status

@@ -1,0 +1,312 @@
+"""iperf3's JSON and the emulator's report → the core's result JSON (docs/interface.md), so
+an emulation parses into the same `RunResult` as a simulation and both plot together.
+
+What each field means here:
+- `bytes_delivered`: bytes the receiver's iperf3 read within the flow's run (`-t`), or the
+  whole file (`-n`); `goodput_bps` over the flow's active time as in the simulator.
+- `retransmits`: the kernel's count (`tcpi_total_retrans`); `bytes_sent` / `throughput_bps`
+  add one MSS per retransmission to the bytes delivered (payload put on the wire).
+- `rtt`: the kernel's smoothed RTT (`tcpi_rtt`) sampled every 100 ms — the mean, min,
+  p50, p95 and max of those samples (the simulator averages every RTT sample instead).
+- `completion_ns`: a file download runs as a bulk iperf3 flow; its completion is when the
+  receiver's byte count reached the file size (interpolated within its 100 ms report),
+  from the receiver's test start. The flow keeps sending after that until its `-t` ends
+  (it competes with other flows a little longer than a real download would).
+- `rto_count`, `fast_recoveries`, `spurious_undos` are not observable through iperf3 and
+  read 0; `final_ssthresh_bytes` is null.
+- `links`: the emulator's counters of every path segment (the simulator's own link code).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..paths import bottleneck_index, segments
+from .iperf import (
+    Sample,
+    error_of,
+    receiver_json,
+    receiver_samples,
+    sender_samples,
+    total_retransmits,
+)
+from .plan import FlowPlan
+
+#: A receiver report starting this close to the end of the run is the drain after it.
+_EDGE_NS = 1_000_000
+
+
+@dataclass(frozen=True)
+class FlowRun:
+    """A flow's plan and its iperf3 client JSON (empty if iperf3 printed none)."""
+
+    plan: FlowPlan
+    client: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Grid:
+    """The scenario's series intervals: `[t - interval, t)` for each `t` in `t_ns`."""
+
+    interval_ns: int
+    duration_ns: int
+
+    @property
+    def t_ns(self) -> list[int]:
+        n = math.ceil(self.duration_ns / self.interval_ns)
+        return [min((g + 1) * self.interval_ns, self.duration_ns) for g in range(n)]
+
+    def bucket(self, flow_start_ns: int, sample: Sample) -> int | None:
+        """Interval of a sample (by its midpoint on the scenario's clock), None past the end."""
+        mid = flow_start_ns + (sample.start_ns + sample.end_ns) // 2
+        return mid // self.interval_ns if 0 <= mid < self.duration_ns else None
+
+    def seconds(self, g: int) -> float:
+        return (self.t_ns[g] - g * self.interval_ns) / 1e9
+
+
+def _in_run(plan: FlowPlan, samples: Sequence[Sample]) -> list[Sample]:
+    """Receiver reports within the run (the drain after `-t` is left out); for a file,
+    those up to the one that completed it."""
+    limit = plan.run_s * 10**9 - _EDGE_NS
+    within = [s for s in samples if s.start_ns < limit]
+    if plan.size_bytes is None:
+        return within
+    got, out = 0, []
+    for s in within:
+        out.append(s)
+        got += s.bytes
+        if got >= plan.size_bytes:
+            break
+    return out
+
+
+def _completion_ns(size: int, samples: Sequence[Sample]) -> int | None:
+    got = 0
+    for s in samples:
+        if s.bytes and got + s.bytes >= size:
+            fraction = (size - got) / s.bytes
+            return round(s.start_ns + fraction * (s.end_ns - s.start_ns))
+        got += s.bytes
+    return None
+
+
+def _quantile(values: Sequence[int], q: float) -> int | None:
+    """The ⌈q·n⌉-th smallest value (the simulator's rank rule)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered), max(1, math.ceil(q * len(ordered)))) - 1]
+
+
+def _rtt_json(samples: Sequence[Sample]) -> dict[str, Any]:
+    rtts = [s.rtt_ns for s in samples if s.rtt_ns]
+    return {
+        "count": len(rtts),
+        "mean_ns": sum(rtts) / len(rtts) if rtts else None,
+        "min_ns": min(rtts) if rtts else None,
+        "p50_ns": _quantile(rtts, 0.5),
+        "p95_ns": _quantile(rtts, 0.95),
+        "max_ns": max(rtts) if rtts else None,
+    }
+
+
+def flow_json(run: FlowRun, duration_ns: int) -> dict[str, Any]:
+    """The core's per-flow result object for one emulated flow."""
+    plan = run.plan
+    received = _in_run(plan, receiver_samples(run.client))
+    delivered = sum(s.bytes for s in received)
+    completion = None
+    if plan.size_bytes is not None:
+        completion = _completion_ns(plan.size_bytes, received)
+        delivered = min(delivered, plan.size_bytes)
+    active_ns = completion if completion is not None else max(duration_ns - plan.start_ns, 1)
+    sent = sender_samples(run.client)
+    if completion is not None:  # the download's own part of the bulk run
+        sent = [s for s in sent if s.start_ns < completion]
+    common: dict[str, Any] = {
+        "id": plan.id,
+        "kind": plan.kind,
+        "start_ns": plan.start_ns,
+        "active_ns": active_ns,
+        "completion_ns": completion,
+        "goodput_bps": 8 * delivered * 1e9 / active_ns,
+        "bytes_delivered": delivered,
+        "rto_count": 0,
+        "fast_recoveries": 0,
+        "spurious_undos": 0,
+        "final_ssthresh_bytes": None,
+    }
+    if plan.kind == "cbr":
+        return {**common, **_cbr_json(run, sent, received, active_ns)}
+    retransmits = (
+        total_retransmits(run.client, sent)
+        if completion is None
+        else sum(s.retransmits for s in sent)
+    )
+    bytes_sent = delivered + retransmits * plan.mss_bytes
+    cwnds = [s.cwnd_bytes for s in sent if s.cwnd_bytes is not None]
+    return {
+        **common,
+        "cca": plan.cca,
+        "app": "file" if plan.size_bytes is not None else "bulk",
+        "bytes_sent": bytes_sent,
+        "segments_sent": math.ceil(delivered / plan.mss_bytes) + retransmits,
+        "retransmits": retransmits,
+        "throughput_bps": 8 * bytes_sent * 1e9 / active_ns,
+        "rtt": _rtt_json(sent),
+        "final_cwnd_bytes": cwnds[-1] if cwnds else 0,
+    }
+
+
+def _cbr_json(
+    run: FlowRun, sent: Sequence[Sample], received: Sequence[Sample], active_ns: int
+) -> dict[str, Any]:
+    end = receiver_json(run.client).get("end", {}).get("sum", {})
+    packets_sent = sum(s.packets for s in sent) or int(end.get("packets", 0))
+    lost = int(end.get("lost_packets", sum(s.lost_packets for s in received)))
+    packets_received = max(int(end.get("packets", packets_sent)) - lost, 0)
+    bytes_sent = sum(s.bytes for s in sent)
+    return {
+        "cca": "",
+        "app": "cbr",
+        "bytes_sent": bytes_sent,
+        "segments_sent": packets_sent,
+        "retransmits": 0,
+        "throughput_bps": 8 * bytes_sent * 1e9 / active_ns,
+        "rtt": _rtt_json([]),
+        "final_cwnd_bytes": 0,
+        "packets_sent": packets_sent,
+        "packets_received": packets_received,
+        "loss_ratio": (packets_sent - packets_received) / packets_sent if packets_sent else 0.0,
+    }
+
+
+def flow_series(run: FlowRun, grid: Grid) -> dict[str, Any]:
+    """Per-interval goodput, throughput, RTT, cwnd and retransmissions of one flow."""
+    plan = run.plan
+    n = len(grid.t_ns)
+    delivered = [0] * n
+    wire = [0] * n
+    rtt_sum, rtt_n = [0] * n, [0] * n
+    cwnd: list[int | None] = [None] * n
+    retrans = [0] * n
+    for s in _in_run(plan, receiver_samples(run.client)):
+        g = grid.bucket(plan.start_ns, s)
+        if g is not None:
+            delivered[g] += s.bytes
+    for s in sender_samples(run.client):
+        g = grid.bucket(plan.start_ns, s)
+        if g is None:
+            continue
+        if plan.kind == "cbr":
+            wire[g] += s.bytes
+            continue
+        retrans[g] += s.retransmits
+        wire[g] += s.retransmits * plan.mss_bytes
+        if s.rtt_ns:
+            rtt_sum[g] += s.rtt_ns
+            rtt_n[g] += 1
+        if s.cwnd_bytes is not None:
+            cwnd[g] = s.cwnd_bytes
+    held, filled = 0, []
+    for value in cwnd:  # the value at the end of each interval, held while nothing is reported
+        held = held if value is None else value
+        filled.append(held)
+    if plan.kind == "tcp":
+        wire = [d + w for d, w in zip(delivered, wire, strict=True)]
+    return {
+        "id": plan.id,
+        "kind": plan.kind,
+        "goodput_bps": [8 * delivered[g] / grid.seconds(g) for g in range(n)],
+        "throughput_bps": [8 * wire[g] / grid.seconds(g) for g in range(n)],
+        "rtt_mean_ns": [rtt_sum[g] / rtt_n[g] if rtt_n[g] else None for g in range(n)],
+        "cwnd_bytes": filled,
+        "retransmits": retrans,
+    }
+
+
+_LINK_KEYS = (
+    "name",
+    "rate_bps",
+    "packets_tx",
+    "bytes_tx",
+    "utilization",
+    "queue_drops",
+    "error_drops",
+    "ecn_marks",
+    "outage_drops",
+    "queue_mean_pkts",
+    "queue_max_pkts",
+    "queue_mean_bytes",
+    "queue_max_bytes",
+    "late_mean_ns",
+    "late_p99_ns",
+    "late_max_ns",
+    "write_errors",
+)
+
+
+def links_json(normalized: Mapping[str, Any], emu: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The emulator's counters of every segment direction, in path order."""
+    by_name = {link["name"]: link for link in emu.get("links", [])}
+    out = []
+    for seg in segments(normalized):
+        for direction in ("forward", "reverse"):
+            link = by_name.get(f"{seg.name}.{direction}")
+            if link is not None:
+                out.append({key: link[key] for key in _LINK_KEYS if link.get(key) is not None})
+    return out
+
+
+def _bottleneck_series(
+    normalized: Mapping[str, Any], emu: Mapping[str, Any], n: int
+) -> tuple[list[float], list[float]]:
+    segs = segments(normalized)
+    name = f"{segs[bottleneck_index(normalized)].name}.forward" if segs else ""
+    link = next((lk for lk in emu.get("links", []) if lk.get("name") == name), None)
+    series = link.get("series", {}) if link else {}
+    queue = [float(v) for v in series.get("queue_pkts", [])][:n]
+    util = [float(v) for v in series.get("utilization", [])][:n]
+    return queue + [0.0] * (n - len(queue)), util + [0.0] * (n - len(util))
+
+
+def result_json(
+    normalized: Mapping[str, Any],
+    runs: Sequence[FlowRun],
+    emu: Mapping[str, Any],
+    interval_ns: int,
+    version: str,
+) -> dict[str, Any]:
+    """The whole result object (`RunResult.from_json` reads it like the core's)."""
+    duration_ns = int(normalized["duration_ns"])
+    grid = Grid(interval_ns, duration_ns)
+    queue, util = _bottleneck_series(normalized, emu, len(grid.t_ns))
+    return {
+        "name": normalized.get("name", ""),
+        "seed": int(normalized.get("seed", 0)),
+        "duration_ns": duration_ns,
+        "events": 0,
+        "core_version": version,
+        "flows": [flow_json(run, duration_ns) for run in runs],
+        "links": links_json(normalized, emu),
+        "series": {
+            "interval_ns": interval_ns,
+            "t_ns": grid.t_ns,
+            "flows": [flow_series(run, grid) for run in runs],
+            "bottleneck_queue_pkts": queue,
+            "bottleneck_utilization": util,
+        },
+    }
+
+
+def run_errors(runs: Sequence[FlowRun]) -> list[str]:
+    """iperf3's own error messages, one per failed flow."""
+    return [
+        f"flow {run.plan.id}: iperf3: {error}"
+        for run in runs
+        if (error := error_of(run.client)) is not None
+    ]

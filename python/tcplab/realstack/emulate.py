@@ -1,0 +1,199 @@
+"""`tcplab emulate`: run a scenario on the kernel's TCP through emulated links.
+
+Order of events: check the machine (root, TUN, tools, the flows' algorithms in the kernel,
+TPROXY for PEPs) → plan → build the namespaces and start `tcplab-emu` (`topology`) → the
+PEPs (each prints `ready`) and the iperf3 servers (listening) → start the emulator's
+measurement (SIGUSR1: the scenario's t = 0) → launch each iperf3 client at its flow's start
+offset → wait for them (bulk: `-t`; files: until done, at most the scenario's duration) →
+stop the emulator (it writes its report) → convert. Whatever happens, the namespaces are
+removed afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import signal
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from ..loader import Overrides, ScenarioSource, load_scenario, override_pairs
+from ..normalize import normalize
+from ..paths import base_rtt_ns, pep_mode
+from ..result import RunResult
+from . import commands, features
+from .bins import require_binary
+from .cleanup import new_run_id
+from .convert import FlowRun, result_json, run_errors
+from .errors import EmulationError, MissingFeature
+from .iperf import client_argv, server_argv
+from .options import EmulateOptions
+from .plan import IPERF_PORT, FlowPlan, PepMode, plan_topology
+from .procs import Proc
+from .topology import Topology, topology
+
+_LISTEN_TIMEOUT_S: Final = 15.0
+#: Time allowed past a flow's planned end (iperf3's set-up takes a few RTTs).
+_GRACE_S: Final = 10.0
+
+
+@dataclass(frozen=True)
+class Emulation:
+    """An emulated run: the result (same schema as a simulation), what differs from the
+    scenario (notes), the emulator's raw report and the namespaces left with `keep`."""
+
+    result: RunResult
+    notes: tuple[str, ...]
+    emulator: Mapping[str, Any]
+    kept: tuple[str, ...] = field(default=())
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """`RunResult.to_json_dict()` plus an `emulation` object."""
+        out = self.result.to_json_dict()
+        out["emulation"] = {
+            "notes": list(self.notes),
+            "kernel": platform.release(),
+            "namespaces_kept": list(self.kept),
+        }
+        return out
+
+
+def emulate(
+    scenario: ScenarioSource,
+    seed: int | None = None,
+    duration: str | None = None,
+    overrides: Overrides = (),
+    options: EmulateOptions | None = None,
+) -> Emulation:
+    """Like `tcplab.run`, on the kernel's TCP; raises `MissingFeature` (what the machine
+    lacks) or `EmulationError` (what failed) with a one-line message."""
+    pairs: list[tuple[str, Any]] = override_pairs(overrides)
+    if seed is not None:
+        pairs.append(("seed", seed))
+    if duration is not None:
+        pairs.append(("duration", duration))
+    return emulate_normalized(normalize(load_scenario(scenario, pairs)), options)
+
+
+def kernel_cca_fields(normalized: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """`(field, cca)` of every algorithm the kernel must provide (TCP flows, PEP legs)."""
+    out = []
+    for i, flow in enumerate(normalized["flows"]):
+        if flow["app"]["kind"] == "cbr":
+            continue
+        out.append((f"flows[{i}].cca", str(flow["cca"])))
+        pep = flow.get("pep")
+        if isinstance(pep, Mapping) and pep_mode(normalized) != "none":
+            out.append((f"flows[{i}].pep.cca", str(pep.get("cca", flow["cca"]))))
+    return out
+
+
+def has_peps(normalized: Mapping[str, Any]) -> bool:
+    return pep_mode(normalized) != "none" and any(
+        isinstance(f.get("pep"), Mapping) for f in normalized["flows"]
+    )
+
+
+def _interception(normalized: Mapping[str, Any], options: EmulateOptions, run_id: str) -> PepMode:
+    """Transparent (TPROXY) interception where the kernel allows it, unless told otherwise."""
+    if options.pep == "explicit":
+        return "explicit"
+    if not has_peps(normalized):
+        return "transparent"  # nothing to intercept
+    why = features.tproxy_support(f"tcplab-{run_id}-probe")
+    if why is None:
+        return "transparent"
+    if options.pep == "transparent":
+        raise MissingFeature(f"transparent PEPs need TPROXY: {why}")
+    options.say(f"TPROXY unavailable ({why}); PEPs run in explicit mode")
+    return "explicit"
+
+
+def emulate_normalized(
+    normalized: Mapping[str, Any], options: EmulateOptions | None = None
+) -> Emulation:
+    """Emulate a normalized scenario (docs/interface.md)."""
+    options = options or EmulateOptions()
+    features.check_base(("tcplab-pep",) if has_peps(normalized) else ())
+    features.check_ccas(kernel_cca_fields(normalized))
+    run_id = new_run_id()
+    plan = plan_topology(normalized, run_id, _interception(normalized, options, run_id))
+    for note in plan.notes:
+        options.say(note)
+    started = time.perf_counter()
+    with topology(plan, normalized, options, int(normalized["duration_ns"])) as topo:
+        runs = _run_traffic(topo, normalized)
+        report = topo.stop_emulator()
+    wall_s = time.perf_counter() - started
+    errors = run_errors(runs)
+    if errors:
+        raise EmulationError("; ".join(errors))
+    version = f"emulated: Linux {platform.release()}, {_iperf_version()}, tcplab-emu"
+    data = result_json(normalized, runs, report, plan.interval_ns, version)
+    result = RunResult.from_json(data, wall_s=wall_s, scenario=normalized)
+    return Emulation(result, plan.notes, report, plan.namespaces if options.keep else ())
+
+
+def _iperf_version() -> str:
+    out = commands.run(["iperf3", "--version"], check=False).split()
+    return f"iperf3 {out[1]}" if len(out) > 1 else "iperf3"
+
+
+def _run_traffic(topo: Topology, normalized: Mapping[str, Any]) -> list[FlowRun]:
+    """PEPs, servers, then the clients on schedule; returns each flow's client JSON."""
+    plan = topo.plan
+    if plan.peps:
+        binary = str(require_binary("tcplab-pep"))
+        for pep in plan.peps:
+            topo.start_ready(
+                f"tcplab-pep {pep.node} flow {pep.flow_id}", pep.netns, pep.argv(binary)
+            )
+    servers = []
+    for flow in plan.flows:
+        out = topo.workdir / f"server{flow.id}.json"
+        servers.append(
+            topo.start(f"iperf3 server {flow.id}", flow.receiver_ns, server_argv(flow), out)
+        )
+    for flow, server in zip(plan.flows, servers, strict=True):
+        _wait_listening(flow.receiver_ns, server)
+    topo.start_measurement()
+    t0 = time.monotonic()
+    clients: list[tuple[FlowPlan, Proc, Path]] = []
+    for flow in sorted(plan.flows, key=lambda f: f.start_ns):
+        time.sleep(max(0.0, t0 + flow.start_ns / 1e9 - time.monotonic()))
+        out = topo.workdir / f"client{flow.id}.json"
+        proc = topo.start(f"iperf3 client {flow.id}", flow.sender_ns, client_argv(flow), out)
+        clients.append((flow, proc, out))
+    grace_s = _GRACE_S + 6 * base_rtt_ns(normalized) / 1e9
+    deadline = t0 + int(normalized["duration_ns"]) / 1e9 + grace_s
+    for _, proc, _ in clients:
+        if not proc.wait(deadline - time.monotonic()):
+            proc.stop(signal.SIGINT, 5.0)  # iperf3 still prints its JSON on SIGINT
+    for server in servers:
+        server.stop(signal.SIGTERM, 2.0)
+    runs = [FlowRun(flow, _read_json(out, proc)) for flow, proc, out in clients]
+    return sorted(runs, key=lambda r: r.plan.id)
+
+
+def _wait_listening(ns: str, server: Proc) -> None:
+    """Until `ss` shows the server's port listening in `ns`."""
+    deadline = time.monotonic() + _LISTEN_TIMEOUT_S
+    query = ["ss", "-Hltn", f"sport = :{IPERF_PORT}"]
+    while time.monotonic() < deadline:
+        if commands.run(commands.in_netns(ns, query), check=False).strip():
+            return
+        if not server.running():
+            raise EmulationError(f"{server.name} exited: {server.stderr_tail()}")
+        time.sleep(0.02)
+    raise EmulationError(f"{server.name}: not listening after {_LISTEN_TIMEOUT_S:g} s")
+
+
+def _read_json(path: Path, proc: Proc) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        raise EmulationError(f"{proc.name} printed no JSON: {proc.stderr_tail()}") from None
+    return data if isinstance(data, dict) else {}

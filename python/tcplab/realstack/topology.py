@@ -1,0 +1,101 @@
+"""A built topology with its emulator running, as a context manager: everything started
+inside is stopped, and every namespace deleted, when the block ends (see `cleanup`)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from . import netns
+from .bins import require_binary
+from .cleanup import Cleanup, guarded
+from .errors import EmulationError
+from .options import EmulateOptions
+from .plan import Plan
+from .procs import Proc
+
+_READY_TIMEOUT_S: Final = 15.0
+
+
+@dataclass
+class Topology:
+    """The namespaces of `plan`, a work directory and the emulator."""
+
+    plan: Plan
+    workdir: Path
+    cleanup: Cleanup
+    options: EmulateOptions
+    emu: Proc | None = None
+
+    def start(self, name: str, ns: str, argv: list[str], out: Path | None) -> Proc:
+        """A child in namespace `ns`, killed at cleanup if it is still running."""
+        proc = Proc(name, ns, argv, out)
+        self.cleanup.push(f"stop {name}", lambda: proc.stop(signal.SIGKILL, 1.0))
+        return proc
+
+    def start_ready(self, name: str, ns: str, argv: list[str]) -> Proc:
+        """A child that prints `ready` when it is (emulator, PEP); stopped with SIGTERM."""
+        proc = Proc(name, ns, argv, None)
+        self.cleanup.push(f"stop {name}", lambda: proc.stop(signal.SIGTERM, 5.0))
+        proc.wait_line("ready", _READY_TIMEOUT_S)
+        return proc
+
+    def start_emulator(self, seed: int, measure_ns: int) -> Proc:
+        """`tcplab-emu` on every emulated wire, in the first router's namespace."""
+        config = self.plan.emu_config(seed, self.plan.interval_ns, measure_ns)
+        path = self.workdir / "emu.json"
+        path.write_text(json.dumps(config))
+        argv = [
+            str(require_binary("tcplab-emu")),
+            "run",
+            str(path),
+            "--stats",
+            str(self.report_path),
+            "--spin-us",
+            str(self.options.spin_us),
+            "--rt-prio",
+            str(self.options.rt_prio),
+        ]
+        self.emu = self.start_ready("tcplab-emu", self.plan.emu_netns, argv)
+        return self.emu
+
+    @property
+    def report_path(self) -> Path:
+        return self.workdir / "emu-report.json"
+
+    def start_measurement(self) -> None:
+        """The scenario's t = 0 for the emulator's counters, series, outages and traces."""
+        if self.emu is not None:
+            self.emu.send_signal(signal.SIGUSR1)
+
+    def stop_emulator(self) -> dict[str, Any]:
+        """Stop the emulator (SIGTERM: it writes its report) and read the report."""
+        if self.emu is None:
+            return {}
+        self.emu.stop(signal.SIGTERM, 10.0)
+        if not self.report_path.exists():
+            raise EmulationError(f"tcplab-emu wrote no report: {self.emu.stderr_tail()}")
+        report: dict[str, Any] = json.loads(self.report_path.read_text())
+        return report
+
+
+@contextmanager
+def topology(
+    plan: Plan, normalized: Mapping[str, Any], options: EmulateOptions, measure_ns: int
+) -> Iterator[Topology]:
+    """Build `plan`, start the emulator, yield; undo everything afterwards."""
+    with tempfile.TemporaryDirectory(prefix="tcplab-emulate-") as tmp:
+        cleanup = Cleanup()
+        with guarded(cleanup):
+            netns.build(plan, cleanup, keep=options.keep)
+            topo = Topology(plan, Path(tmp), cleanup, options)
+            topo.start_emulator(int(normalized.get("seed", 0)), measure_ns)
+            yield topo
+        if cleanup.errors:
+            options.say("cleanup: " + "; ".join(cleanup.errors))

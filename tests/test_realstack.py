@@ -1,0 +1,494 @@
+"""Real-stack mode (`tcplab emulate`, `tcplab validate`, `tcplab-emu`).
+
+The first part needs nothing special: topology plans, TCP option mapping, binary lookup
+and the conversion of recorded iperf3 JSON (tests/data/realstack, made by record.py there)
+into `RunResult`. The second part builds namespaces and runs the kernel's TCP (root, TUN,
+iperf3, tcplab-emu); each of its tests skips with the reason when something is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+from conftest import REPO, SCENARIOS, run_cli
+from tcplab.loader import load_scenario
+from tcplab.normalize import normalize
+from tcplab.realstack import bins, cleanup, features
+from tcplab.realstack.calibrate import calibrate
+from tcplab.realstack.convert import FlowRun, Grid, result_json
+from tcplab.realstack.emulate import emulate_normalized
+from tcplab.realstack.errors import MissingFeature
+from tcplab.realstack.iperf import Sample, client_argv, receiver_samples
+from tcplab.realstack.kernel_tcp import kernel_tcp
+from tcplab.realstack.options import EmulateOptions
+from tcplab.realstack.plan import Plan, plan_topology
+from tcplab.result import RunResult
+from tcplab.runner import run_scenario
+
+FIXTURES = Path(__file__).resolve().parent / "data" / "realstack"
+MS = 1_000_000
+
+
+# ---------------------------------------------------------------------------------------
+# Fixtures: recorded runs and normalized scenarios
+# ---------------------------------------------------------------------------------------
+
+
+def recorded(name: str) -> tuple[dict[str, Any], Plan, list[FlowRun], dict[str, Any]]:
+    data = json.loads((FIXTURES / f"{name}.json").read_text())
+    plan = plan_topology(data["normalized"], "1x0")
+    runs = [FlowRun(f, c) for f, c in zip(plan.flows, data["clients"], strict=True)]
+    return data["normalized"], plan, runs, data["emu"]
+
+
+def converted(name: str) -> RunResult:
+    normalized, plan, runs, emu = recorded(name)
+    data = result_json(normalized, runs, emu, plan.interval_ns, "test")
+    return RunResult.from_json(data, wall_s=1.0, scenario=normalized)
+
+
+def direction(rate_bps: int, delay_ns: int, limit_pkts: int = 100) -> dict[str, Any]:
+    return {
+        "rate_bps": rate_bps,
+        "delay_ns": delay_ns,
+        "per": 0.0,
+        "ber": 0.0,
+        "queue": {"kind": "droptail", "limit_pkts": limit_pkts},
+    }
+
+
+def flow(cca: str = "cubic", **extra: Any) -> dict[str, Any]:
+    return {"cca": cca, "start_ns": 0, "app": {"kind": "bulk"}, "tcp": {}, "access": None, **extra}
+
+
+def dumbbell(flows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return {
+        "name": "geo",
+        "seed": 1,
+        "duration_ns": 60 * 10**9,
+        "interval_ns": 10**9,
+        "bottleneck": {
+            "forward": direction(4_000_000, 250 * MS, 334),
+            "reverse": direction(4_000_000, 250 * MS, 334),
+        },
+        "access": {"rate_bps": 10**9, "delay_ns": 100_000},
+        "flows": flows or [flow()],
+    }
+
+
+def sat_path(pep: str, flows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """internet (20 ms) — satellite (250 ms) — lan (1 ms), as in docs/interface.md."""
+    return {
+        **dumbbell(flows),
+        "bottleneck": None,
+        "path": {
+            "pep": pep,
+            "segments": [
+                {"name": name, "forward": direction(rate, delay), "reverse": direction(rate, delay)}
+                for name, rate, delay in (
+                    ("internet", 100_000_000, 20 * MS),
+                    ("satellite", 10_000_000, 250 * MS),
+                    ("lan", 100_000_000, 1 * MS),
+                )
+            ],
+        },
+    }
+
+
+def pep_flow(cca: str = "cubic", pep_cca: str = "bbr") -> dict[str, Any]:
+    return flow(cca, pep={"cca": pep_cca, "tcp": {}, "buffer_bytes": 1 << 20})
+
+
+# ---------------------------------------------------------------------------------------
+# Plans (pure)
+# ---------------------------------------------------------------------------------------
+
+
+def test_dumbbell_plan_folds_the_access_delay_into_the_bottleneck() -> None:
+    plan = plan_topology(dumbbell(), "7x1")
+    assert plan.namespaces == ("tcplab-7x1-n0", "tcplab-7x1-n1", "tcplab-7x1-s0", "tcplab-7x1-c0")
+    (link,) = plan.emu_config(1, 10**9, 0)["links"]
+    assert link["name"] == "bottleneck"
+    # 250 ms + sender-side and receiver-side access delays (2 x 0.1 ms), both directions.
+    assert link["forward"]["delay_ns"] == link["reverse"]["delay_ns"] == 250_200_000
+    assert link["a"] == {"netns": "tcplab-7x1-n0", "dev": "tcplab-e0a"}
+    assert link["b"] == {"netns": "tcplab-7x1-n1", "dev": "tcplab-e0b"}
+    assert [w.emulated is None for w in plan.wires] == [False, True, True]
+    assert ("tcplab-7x1-n0", "net.ipv4.ip_forward", "1") in plan.sysctls
+    assert plan.emu_netns == "tcplab-7x1-n0"
+
+
+def test_dumbbell_routes_go_through_the_emulated_segment() -> None:
+    plan = plan_topology(dumbbell(), "7x1")
+    routes = {(r.netns, r.dest): (r.via, r.dev) for r in plan.routes}
+    assert routes[("tcplab-7x1-n0", "10.2.0.0/16")] == ("10.3.0.2", "tcplab-e0a")
+    assert routes[("tcplab-7x1-n1", "10.1.0.0/16")] == ("10.3.0.1", "tcplab-e0b")
+    assert routes[("tcplab-7x1-s0", "default")] == ("10.1.0.1", "tcplab-h")
+    assert routes[("tcplab-7x1-c0", "default")] == ("10.2.0.1", "tcplab-h")
+
+
+def test_flows_with_their_own_access_links_get_them_emulated() -> None:
+    own = {"rate_bps": 100_000_000, "delay_ns": 10 * MS}
+    plan = plan_topology(dumbbell([flow(), flow("bbr", access=own)]), "7x2")
+    links = {link["name"]: link for link in plan.emu_config(1, 10**9, 0)["links"]}
+    assert links["bottleneck"]["forward"]["delay_ns"] == 250 * MS  # nothing folded
+    assert links["access.s1"]["forward"]["delay_ns"] == 10 * MS
+    assert links["access.s0"]["forward"]["delay_ns"] == 100_000
+    # The sending host never drops its own packets; the router side keeps 1000.
+    assert links["access.s1"]["forward"]["queue"]["limit_pkts"] == 1_000_000
+    assert links["access.s1"]["reverse"]["queue"]["limit_pkts"] == 1000
+
+
+def test_path_segments_chain_routers_and_route_across_them() -> None:
+    plan = plan_topology(sat_path("none"), "7x3")
+    assert plan.routers == tuple(f"tcplab-7x3-n{j}" for j in range(4))
+    names = [link["name"] for link in plan.emu_config(1, 10**9, 0)["links"]]
+    assert names == ["internet", "satellite", "lan"]
+    routes = {(r.netns, r.dest): (r.via, r.dev) for r in plan.routes}
+    # n1 reaches the lan segment's far end through the satellite segment.
+    assert routes[("tcplab-7x3-n1", "10.3.2.0/24")] == ("10.3.1.2", "tcplab-e1a")
+    assert routes[("tcplab-7x3-n3", "10.3.0.0/24")] == ("10.3.2.1", "tcplab-e2b")
+    assert not plan.peps
+
+
+def test_transparent_distributed_peps_intercept_at_both_ends_of_the_satellite() -> None:
+    plan = plan_topology(sat_path("distributed", [pep_flow("cubic", "bbr")]), "7x4")
+    pep1, pep2 = plan.peps
+    assert (pep1.netns, pep2.netns) == ("tcplab-7x4-n1", "tcplab-7x4-n2")
+    # Satellite leg: the PEP's algorithm; legs ending at a host: the flow's own.
+    assert (pep1.cca_downstream, pep1.cca_upstream) == ("cubic", "bbr")
+    assert (pep2.cca_downstream, pep2.cca_upstream) == ("bbr", "cubic")
+    assert pep1.argv("tcplab-pep")[:4] == [
+        "tcplab-pep",
+        "--listen",
+        "0.0.0.0:7000",
+        "--transparent",
+    ]
+    rules = dict(plan.nft)
+    assert (
+        'iifname "tcplab-e0b" ip daddr 10.2.0.2 tcp dport 5201 tproxy to :7000'
+        in rules["tcplab-7x4-n1"]
+    )
+    assert "socket transparent 1" in rules["tcplab-7x4-n2"]
+    assert ("tcplab-7x4-n1", ("rule", "add", "fwmark", "1", "lookup", "100")) in plan.policy
+    assert plan.flows[0].connect_addr == "10.2.0.2"
+
+
+def test_explicit_gateway_pep_is_the_senders_destination() -> None:
+    plan = plan_topology(sat_path("gateway", [pep_flow()]), "7x5", pep="explicit")
+    (pep1,) = plan.peps
+    assert pep1.upstream == "10.2.0.2:5201"
+    assert (plan.flows[0].connect_addr, plan.flows[0].connect_port) == ("10.3.1.1", 7000)
+    assert not plan.nft and not plan.policy
+
+
+def test_explicit_distributed_pep1_connects_to_pep2() -> None:
+    plan = plan_topology(sat_path("distributed", [pep_flow()]), "7x6", pep="explicit")
+    pep1, pep2 = plan.peps
+    assert pep1.upstream == "10.3.2.1:7000"
+    assert pep2.upstream == "10.2.0.2:5201"
+
+
+# ---------------------------------------------------------------------------------------
+# TCP options, commands, binaries (pure)
+# ---------------------------------------------------------------------------------------
+
+
+def test_linux_defaults_need_no_route_options_or_window() -> None:
+    tcp = kernel_tcp({}, "cubic", "flows[0]")
+    assert tcp.sysctls["net.ipv4.tcp_timestamps"] == "1"
+    assert tcp.sysctls["net.ipv4.tcp_rmem"] == "4096 131072 6291456"
+    assert tcp.sender_route == tcp.receiver_route == ()
+    assert tcp.window_bytes is None and tcp.notes == ()
+
+
+def test_tcp_options_map_to_sysctls_routes_and_window() -> None:
+    options = {
+        "timestamps": True,
+        "random_ts_offset": False,
+        "sack": False,
+        "delayed_ack": False,
+        "initial_window_pkts": 4,
+        "mss_bytes": 1000,
+        "rwnd_bytes": 65535,
+        "rack": False,
+        "prr": False,
+    }
+    tcp = kernel_tcp(options, "reno", "flows[1]")
+    assert tcp.sysctls["net.ipv4.tcp_timestamps"] == "2"
+    assert tcp.sysctls["net.ipv4.tcp_sack"] == "0"
+    assert tcp.sysctls["net.ipv4.tcp_recovery"] == "0"
+    assert tcp.sender_route == ("initcwnd", "4", "advmss", "1012")
+    assert tcp.receiver_route == ("advmss", "1012", "quickack", "1")
+    assert tcp.window_bytes == 65535
+    assert tcp.notes == ("flows[1].tcp.prr = false: Linux always uses PRR; emulated with PRR",)
+
+
+def test_iperf3_client_runs_the_flows_algorithm_for_its_duration() -> None:
+    plan = plan_topology(
+        dumbbell([flow("bbr"), {**flow(), "app": {"kind": "file", "size_bytes": 10**6}}]), "7x7"
+    )
+    bulk, download = (client_argv(f) for f in plan.flows)
+    assert bulk[:3] == ["iperf3", "-c", "10.2.0.2"]
+    assert bulk[bulk.index("-C") + 1] == "bbr" and bulk[bulk.index("-t") + 1] == "60"
+    assert "--get-server-output" in bulk and "-n" not in download
+    cbr = {**flow(), "app": {"kind": "cbr", "rate_bps": 250_000, "packet_bytes": 1200}}
+    udp = client_argv(plan_topology(dumbbell([cbr]), "7x8").flows[0])
+    assert udp[udp.index("-u") :][:5] == ["-u", "-b", "250000", "-l", "1200"]
+
+
+def test_binaries_come_from_tcplab_bin_dir_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = tmp_path / "tcplab-emu"
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("TCPLAB_BIN_DIR", str(tmp_path))
+    assert bins.find_binary("tcplab-emu") == fake
+    monkeypatch.setenv("TCPLAB_BIN_DIR", str(tmp_path / "empty"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    found = bins.find_binary("tcplab-emu")
+    assert found in (*(REPO / "target" / p / "tcplab-emu" for p in ("release", "tools")), fake)
+    with pytest.raises(MissingFeature, match="tcplab-no-such-binary not found"):
+        bins.require_binary("tcplab-no-such-binary")
+
+
+def test_algorithm_missing_from_the_kernel_names_the_available_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(features, "kernel_ccas", lambda: ["reno", "cubic", "bbr"])
+    with pytest.raises(MissingFeature) as info:
+        features.check_ccas([("flows[0].cca", "hybla")])
+    assert str(info.value) == (
+        'flows[0].cca = "hybla": the kernel has no such congestion control; '
+        "available: reno, cubic, bbr"
+    )
+
+
+def test_without_root_the_message_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(MissingFeature, match="needs root"):
+        features.check_root()
+
+
+def test_leftover_namespaces_name_their_creator() -> None:
+    assert cleanup.owner_pid("tcplab-4242x0a1b-n0") == 4242
+    assert cleanup.owner_pid("tcplab-oops") is None
+    assert cleanup.new_run_id().startswith(f"{os.getpid()}x")
+
+
+# ---------------------------------------------------------------------------------------
+# iperf3 JSON → RunResult (recorded fixtures, pure)
+# ---------------------------------------------------------------------------------------
+
+
+def test_grid_closes_a_partial_last_interval_at_the_duration() -> None:
+    grid = Grid(interval_ns=10**9, duration_ns=2_500_000_000)
+    assert grid.t_ns == [10**9, 2 * 10**9, 2_500_000_000]
+    assert grid.seconds(2) == 0.5
+    assert grid.bucket(10**9, Sample(0, 100 * MS, 1)) == 1
+    assert grid.bucket(0, Sample(2_600 * MS, 2_700 * MS, 1)) is None
+
+
+def test_bulk_goodput_is_the_receivers_bytes_over_the_run() -> None:
+    _, plan, runs, _ = recorded("bulk-cubic")
+    result = converted("bulk-cubic")
+    (f,) = result.flows
+    limit = plan.flows[0].run_s * 10**9 - MS
+    delivered = sum(s.bytes for s in receiver_samples(runs[0].client) if s.start_ns < limit)
+    assert f.bytes_delivered == delivered
+    assert f.goodput_bps == pytest.approx(8 * delivered / 4.0)
+    assert f.retransmits == runs[0].client["end"]["sum_sent"]["retransmits"]
+    assert f.bytes_sent == delivered + f.retransmits * 1448
+    assert f.rtt.count > 0 and f.rtt.min_ns is not None and f.rtt.min_ns >= 40 * MS
+    assert [link.name for link in result.links] == ["bottleneck.forward", "bottleneck.reverse"]
+    # The emulator's counters come through, its timing accuracy as extra numbers.
+    assert result.bottleneck.packets_tx > 0 and "late_mean_ns" in result.bottleneck.extra
+    assert len(result.series.t_ns) == 4 == len(result.series.flows[0].goodput_bps)
+    assert sum(result.series.flows[0].goodput_bps) / 8 == pytest.approx(delivered)
+
+
+def test_download_completes_when_the_receiver_has_the_whole_file() -> None:
+    _, _, runs, _ = recorded("file-bbr")
+    (f,) = converted("file-bbr").flows
+    assert f.bytes_delivered == 1_000_000 and f.app == "file"
+    got, completion = 0, None
+    for s in receiver_samples(runs[0].client):  # hand-worked: the report that crosses 1 MB
+        if got + s.bytes >= 1_000_000:
+            completion = s.start_ns + (1_000_000 - got) / s.bytes * (s.end_ns - s.start_ns)
+            break
+        got += s.bytes
+    assert completion is not None and f.completion_ns == pytest.approx(completion, abs=1)
+    assert f.goodput_bps == pytest.approx(8e6 * 1e9 / completion)
+
+
+def test_a_late_flow_starts_its_series_at_its_start_time() -> None:
+    result = converted("two-flows")
+    late = result.series.flows[1]
+    assert late.goodput_bps[:2] == (0.0, 0.0) and late.goodput_bps[2] > 0
+    assert late.cwnd_bytes[:2] == (0, 0) and late.rtt_mean_ns[0] is None
+    assert result.flows[1].start_ns == 2 * 10**9
+    assert result.jain_fairness > 0.5
+
+
+def test_cbr_flow_reports_datagrams_and_loss() -> None:
+    (f,) = converted("cbr").flows
+    assert f.retransmits == 0 and f.rtt.count == 0
+    assert f.goodput_bps == pytest.approx(1e6, rel=0.05)
+    assert f.kind == "cbr" and f.cbr is not None
+    assert f.cbr.packets_sent >= f.cbr.packets_received > 0
+    assert f.cbr.loss_ratio == pytest.approx(1 - f.cbr.packets_received / f.cbr.packets_sent)
+
+
+# ---------------------------------------------------------------------------------------
+# On the machine (root, TUN, iperf3, tcplab-emu): each test skips with the reason
+# ---------------------------------------------------------------------------------------
+
+MISSING = features.missing()
+needs_realstack = pytest.mark.skipif(MISSING is not None, reason=f"real-stack mode: {MISSING}")
+
+
+def _skip_without(*ccas: str) -> None:
+    lacking = [c for c in ccas if c not in features.kernel_ccas()]
+    if lacking:
+        pytest.skip(f"the kernel lacks {', '.join(lacking)}")
+
+
+def _our_namespaces(pid: int) -> list[str]:
+    return [ns for ns in cleanup.namespaces() if cleanup.owner_pid(ns) == pid]
+
+
+#: Emulator accuracy bounds, set from `tcplab emulate --calibrate` on this 2-core VM (see
+#: README "Real-stack mode"): rate within 0.1 %, mean added delay within 0.25 ms.
+RATE_TOLERANCE = 0.03
+DELAY_TOLERANCE_NS = 1 * MS
+
+
+@needs_realstack
+def test_emulator_holds_rate_delay_and_loss() -> None:
+    report = calibrate(EmulateOptions(), seconds=2.0, loss_packets=20_000)
+    for row in report.rates:
+        assert abs(row.error_ratio) <= RATE_TOLERANCE, row
+    for delay in report.delays:
+        assert abs(delay.error_ns) <= DELAY_TOLERANCE_NS, delay
+        assert delay.added_p99_ns - delay.configured_ns <= 5 * DELAY_TOLERANCE_NS, delay
+    (loss,) = report.losses
+    assert abs(loss.z) <= 5.0, loss  # binomial 5-sigma band
+
+
+#: Agreement of the kernel with the simulator on the GEO path (4 Mbit/s, 250 ms one way,
+#: 2xBDP DropTail, lossless, 60 s), measured with `tcplab validate` (README): goodput
+#: within 10 %, mean RTT within 15 %.
+GOODPUT_TOLERANCE = 0.10
+RTT_TOLERANCE = 0.15
+
+
+@needs_realstack
+@pytest.mark.parametrize("cca", ["cubic", "bbr"])
+def test_geo_goodput_and_rtt_agree_with_the_simulator(cca: str) -> None:
+    _skip_without(cca)
+    scenario = load_scenario(
+        SCENARIOS / "geo-sat.toml",
+        [("duration", "60s"), ("bottleneck.per", 0.0), ("flows.0.cca", cca)],
+    )
+    simulated = run_scenario(scenario).flows[0]
+    emulated = emulate_normalized(normalize(scenario)).result.flows[0]
+    assert emulated.goodput_bps == pytest.approx(simulated.goodput_bps, rel=GOODPUT_TOLERANCE)
+    assert simulated.rtt.mean_ns is not None and emulated.rtt.mean_ns is not None
+    assert emulated.rtt.mean_ns == pytest.approx(simulated.rtt.mean_ns, rel=RTT_TOLERANCE)
+
+
+@needs_realstack
+def test_unknown_kernel_algorithm_is_a_one_line_error(write_toml: Any) -> None:
+    path = write_toml(
+        'duration = "5s"\n[bottleneck]\nrate = "10Mbps"\ndelay = "10ms"\n[[flows]]\ncca = "vegas"\n'
+    )
+    if "vegas" in features.kernel_ccas():
+        pytest.skip("the kernel has vegas")
+    done = run_cli("emulate", str(path))
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1
+    assert (
+        'flows[0].cca = "vegas": the kernel has no such congestion control; available:'
+        in done.stderr
+    )
+
+
+@needs_realstack
+def test_ctrl_c_removes_namespaces_and_processes(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tcplab",
+            "emulate",
+            str(SCENARIOS / "geo-sat.toml"),
+            "--duration",
+            "60s",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and len(_our_namespaces(proc.pid)) < 4:
+        time.sleep(0.1)
+    assert len(_our_namespaces(proc.pid)) == 4, "the emulation did not build its topology"
+    time.sleep(1.0)  # let the emulator and iperf3 start
+    children = [
+        int(pid)
+        for ns in _our_namespaces(proc.pid)
+        for pid in subprocess.run(
+            ["ip", "netns", "pids", ns], capture_output=True, text=True
+        ).stdout.split()
+    ]
+    assert children, "no emulator or iperf3 running"
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert err.strip() == "error: interrupted"
+    assert _our_namespaces(proc.pid) == []
+    assert not [pid for pid in children if Path(f"/proc/{pid}").exists()]
+
+
+@needs_realstack
+def test_cleanup_removes_leftovers_of_dead_runs() -> None:
+    leftover = "tcplab-4194999x0000-n0"  # above any pid: its creator is gone
+    subprocess.run(["ip", "netns", "add", leftover], check=True)
+    done = run_cli("emulate", "--cleanup")
+    assert done.returncode == 0, done.stderr
+    assert leftover in done.stdout
+    assert leftover not in cleanup.namespaces()
+
+
+def _pep_binary_missing() -> str | None:
+    return None if bins.find_binary("tcplab-pep") else "tcplab-pep not built (crates/pep)"
+
+
+@needs_realstack
+@pytest.mark.parametrize("mode", ["transparent", "explicit"])
+def test_gateway_pep_relays_a_flow_over_the_satellite(
+    mode: Literal["transparent", "explicit"],
+) -> None:
+    why = _pep_binary_missing()
+    if why is None and mode == "transparent":
+        why = features.tproxy_support(f"tcplab-{cleanup.new_run_id()}-probe")
+    if why is not None:
+        pytest.skip(why)
+    scenario: Mapping[str, Any] = {
+        **sat_path("gateway", [pep_flow("cubic", "bbr")]),
+        "duration_ns": 20 * 10**9,
+    }
+    result = emulate_normalized(scenario, EmulateOptions(pep=mode)).result
+    (f,) = result.flows
+    assert f.goodput_bps > 2e6  # a 10 Mbit/s satellite leg with BBR on it
+    assert f.rtt.min_ns is not None and f.rtt.min_ns < 100 * MS  # the server's leg ends at PEP1
