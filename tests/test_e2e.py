@@ -244,7 +244,10 @@ def test_bench_smoke(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     report = json.loads((tmp_path / "bench-out" / "bench.json").read_text())
-    assert [b["name"] for b in report["benchmarks"]] == ["geo-4mbps", "geo-50-20"]
+    assert [b["name"] for b in report["benchmarks"]] == ["geo-4mbps", "geo-50-20", "pep-geo-bulk"]
     for bench in report["benchmarks"]:
         assert bench["best_wall_s"] > 0 and bench["events_per_s"] > 0
         assert bench["simulated_s"] == 5.0
+    # geo-leaky's first variant with one seed: 6 algorithms x 16 error rates
+    sweep = report["sweep"]
+    assert sweep["runs"] == 96 and sweep["runs_per_s"] > 0
