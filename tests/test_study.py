@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd  # type: ignore[import-untyped]
 import pytest
 from tcplab.aggregate import aggregate, ci95, t975
@@ -365,3 +366,28 @@ def test_study_axes_numbers_units_and_names_lines_by_every_other_key() -> None:
         "sack, 1Mbps",
         "sack, 4Mbps",
     ]
+
+
+def test_shares_plot_splits_each_interval_among_the_flows(tmp_path: Path) -> None:
+    from tcplab.plots import available, figure
+
+    raw = json.loads(json.dumps(BASE))
+    raw["flows"] = [{"cca": "reno"}, {"cca": "cubic", "start": "5s"}]
+    raw["study"] = {"name": "two"}
+    raw["sweep"] = {"flows.0.cca": ["reno", "cubic"]}
+    with Store(tmp_path / "t.duckdb") as store:
+        run_study(study_from_dict(raw), store, jobs=1, progress=False)
+        runs = store.runs("two")
+        assert "shares" in available(runs)
+        fig = figure("shares", runs, store)
+    ax = fig.axes[0]
+    flows = [ln for ln in ax.get_lines() if str(ln.get_label()).startswith("flow")]
+    fair = [ln for ln in ax.get_lines() if str(ln.get_label()).startswith("fair")]
+    assert len(flows) == 2 and np.asarray(fair[0].get_ydata(), float)[0] == 0.5
+    total = np.asarray(flows[0].get_ydata(), float) + np.asarray(flows[1].get_ydata(), float)
+    total = total[~np.isnan(total)]
+    # Shares of one interval add up to 1, and the late flow has nothing before it starts.
+    assert len(total) > 10 and np.allclose(total, 1.0)
+    t = np.asarray(flows[1].get_xdata(), float)
+    late = np.asarray(flows[1].get_ydata(), float)[t <= 5.0]
+    assert np.nan_to_num(late).max() == 0.0

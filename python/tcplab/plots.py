@@ -28,7 +28,7 @@ from .axes import LINE, StudyAxes, is_error_rate, line_labels, study_axes
 from .errors import ScenarioError
 from .store import Store
 
-Kind = Literal["metric", "bars", "series"]
+Kind = Literal["metric", "bars", "series", "shares"]
 
 
 @dataclass(frozen=True)
@@ -81,6 +81,13 @@ PLOTS: Final[dict[str, PlotSpec]] = {
         PlotSpec("rtt-series", "RTT over time", "series", "rtt_ms", "RTT (ms)"),
         PlotSpec(
             "goodput-series", "Goodput over time", "series", "goodput_bps", "goodput (Mbit/s)", 1e-6
+        ),
+        PlotSpec(
+            "shares",
+            "Per-flow share of the goodput over time (convergence)",
+            "shares",
+            "goodput_bps",
+            "share of the goodput",
         ),
     )
 }
@@ -219,6 +226,31 @@ def series_figure(spec: PlotSpec, runs: pd.DataFrame, store: Store) -> Figure:
     return fig
 
 
+def shares_figure(spec: PlotSpec, runs: pd.DataFrame, store: Store) -> Figure:
+    """Each flow's share of the interval goodput in one representative multi-flow run per
+    variant: the curves meet at 1/N when the flows converge to a fair share."""
+    multi = runs[runs["n_flows"] > 1]
+    chosen = chosen_runs(multi if not multi.empty else runs)
+    chosen = chosen.drop_duplicates("variant").head(4)
+    fig, axs = _fig(len(chosen), spec.title)
+    for ax, (_, r) in zip(axs, chosen.iterrows(), strict=True):
+        s = store.series(str(r["scenario_hash"]), int(r["seed"]))
+        wide = s.pivot_table(index="t_s", columns="flow", values=spec.column, aggfunc="sum")
+        total = wide.sum(axis=1).replace(0.0, float("nan"))
+        for flow in wide.columns:
+            ax.plot(wide.index, wide[flow] / total, lw=1, label=f"flow {flow}")
+        n = len(wide.columns)
+        ax.axhline(1.0 / n, color="k", ls="--", lw=1, label=f"fair share 1/{n}")
+        ax.set_ylim(0, 1)
+        ax.set_xlabel("time (s)")
+        ax.set_ylabel(spec.ylabel)
+        ax.set_title(" ".join(str(v) for v in (r["variant"], r[LINE]) if v and v != "all"))
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
 def figure(name: str, runs: pd.DataFrame, store: Store) -> Figure:
     spec = PLOTS.get(name)
     if spec is None:
@@ -229,6 +261,8 @@ def figure(name: str, runs: pd.DataFrame, store: Store) -> Figure:
         return metric_figure(spec, runs)
     if spec.kind == "bars":
         return bars_figure(spec, runs)
+    if spec.kind == "shares":
+        return shares_figure(spec, runs, store)
     return series_figure(spec, runs, store)
 
 
@@ -258,4 +292,9 @@ def save(fig: Figure, path: str) -> None:
 def available(runs: pd.DataFrame) -> Sequence[str]:
     """Plots that make sense for this study."""
     x = axes_of(runs).x
-    return [n for n, p in PLOTS.items() if p.kind != "metric" or x is not None]
+    multi = bool((runs["n_flows"] > 1).any()) if "n_flows" in runs else False
+    return [
+        n
+        for n, p in PLOTS.items()
+        if (p.kind != "metric" or x is not None) and (p.kind != "shares" or multi)
+    ]
