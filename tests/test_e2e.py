@@ -229,6 +229,15 @@ def test_demo(tmp_path: Path) -> None:
     markdown = (out / "summary.md").read_text()
     assert all(f"| {name} |" in markdown for name in names)
     assert "Mathis" in proc.stdout
+    # The report: every algorithm at five error rates, in the database and the HTML file.
+    from tcplab.store import Store
+
+    with Store(out / "demo.duckdb", create=False) as store:
+        runs = store.runs("demo")
+    assert len(runs) == 5 * len(names)
+    assert sorted(runs["bottleneck.per"].unique()) == [1e-6, 1e-5, 1e-4, 1e-3, 1e-2]
+    html = (out / "report.html").read_text()
+    assert html.count("<svg") >= 5 and "tcplab study: demo" in html
 
 
 def test_bench_smoke(tmp_path: Path) -> None:

@@ -132,13 +132,13 @@ def _cmd_ccas(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from .demo import run_demo, write_outputs
+    from .demo import run_demo, write_outputs, write_report_outputs
     from .render import print_demo
 
-    rows = run_demo(
-        duration=_duration_arg(args.duration), per=_per_arg(args.per), max_workers=args.jobs
-    )
+    duration = _duration_arg(args.duration)
+    rows = run_demo(duration=duration, per=_per_arg(args.per), max_workers=args.jobs)
     written = write_outputs(rows, Path(args.out))
+    written += write_report_outputs(Path(args.out), duration, args.jobs)
     print_demo(rows, written)
     return 0
 

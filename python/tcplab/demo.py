@@ -1,7 +1,9 @@
 """`tcplab demo`: the built-in GEO scenario once per algorithm, next to Mathis and Padhye.
 
 Results go to DIR/results.json (the `--json` object of every run), DIR/summary.csv and
-DIR/summary.md (one row per algorithm).
+DIR/summary.md (one row per algorithm). Then the same path is swept over five packet error
+rates for every algorithm (`report_study`) into DIR/demo.duckdb, and DIR/report.html is its
+self-contained report (goodput and RTT vs PER with the Mathis and physical-RTT lines).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from .runner import run_parallel
 from .theory import FlowBounds, flow_bounds
 
 DEMO_SCENARIO = "geo-sat.toml"
+#: PER values of the demo report: from nearly clean to 1 % loss, one per decade.
+REPORT_PERS = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2)
 
 
 def builtin_scenario(file_name: str) -> dict[str, Any]:
@@ -134,3 +138,33 @@ def _markdown(rows: list[DemoRow], columns: list[str], table: list[dict[str, Any
     for entry in table:
         lines.append("| " + " | ".join(_cell(entry[c]) for c in columns) + " |")
     return "\n".join(lines) + "\n"
+
+
+def report_study(duration: str | None, names: list[str]) -> dict[str, Any]:
+    """The demo's sweep: the built-in GEO scenario, every algorithm x `REPORT_PERS`, one seed."""
+    raw = builtin_scenario(DEMO_SCENARIO)
+    if duration is not None:
+        raw["duration"] = duration
+    raw["study"] = {
+        "name": "demo",
+        "description": "GEO 4 Mbit/s / 250 ms, 2xBDP: every algorithm vs PER (demo)",
+    }
+    raw["sweep"] = {"bottleneck.per": list(REPORT_PERS), "flows.0.cca": names}
+    return raw
+
+
+def write_report_outputs(
+    out_dir: Path, duration: str | None, jobs: int | None = None
+) -> tuple[Path, Path]:
+    """Run `report_study` into DIR/demo.duckdb (resumable) and write DIR/report.html."""
+    from .report import write_report
+    from .store import Store
+    from .study import study_from_dict
+    from .sweep import run_study
+
+    study = study_from_dict(report_study(duration, [c.name for c in ccas()]), default_name="demo")
+    db = out_dir / "demo.duckdb"
+    with Store(db) as store:
+        run_study(study, store, jobs=jobs, progress=False)
+        report = write_report(store, out_dir / "report.html", study.name)
+    return db, report

@@ -110,20 +110,34 @@ def _panels(df: pd.DataFrame) -> list[str]:
     return sorted(df["variant"].dropna().unique().tolist()) or [""]
 
 
-def _fig(n_panels: int, title: str) -> tuple[Figure, list[Axes]]:
-    fig, axs = plt.subplots(1, n_panels, figsize=(5.2 * n_panels, 3.8), squeeze=False)
+def _fig(n_panels: int, title: str, n_lines: int = 0) -> tuple[Figure, list[Axes]]:
+    # Room beside each panel for a legend of many lines (see `_legend`).
+    width = 5.2 + (0.0 if n_lines <= 8 else 1.6 * (1 + n_lines // 16))
+    fig, axs = plt.subplots(1, n_panels, figsize=(width * n_panels, 3.8), squeeze=False)
     fig.suptitle(title)
     return fig, list(axs[0])
+
+
+_STYLES: Final = ("-", "--", ":", "-.")
+
+
+def _legend(ax: Axes) -> None:
+    """Inside the axes for a few lines; beside them (in columns) when there are many."""
+    n = len(ax.get_legend_handles_labels()[1])
+    if n <= 8:
+        ax.legend(fontsize=7)
+    else:
+        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), ncol=1 + n // 16)
 
 
 def metric_figure(spec: PlotSpec, runs: pd.DataFrame) -> Figure:
     agg, axes = _prepared(runs)
     x = axes.x
     panels = _panels(agg)
-    fig, axs = _fig(len(panels), spec.title)
+    fig, axs = _fig(len(panels), spec.title, agg[LINE].nunique() + 1)
     for ax, variant in zip(axs, panels, strict=True):
         sub = agg[agg["variant"] == variant] if variant else agg
-        for label, g in sub.groupby(LINE, sort=True):
+        for i, (label, g) in enumerate(sub.groupby(LINE, sort=True)):
             if x is None:
                 continue
             g = g.sort_values(x)
@@ -135,6 +149,8 @@ def metric_figure(spec: PlotSpec, runs: pd.DataFrame) -> Figure:
                 ms=3,
                 capsize=2,
                 label=str(label),
+                # Ten colours repeat: the line style tells the 11th line from the 1st.
+                ls=_STYLES[(i // 10) % len(_STYLES)],
             )
         if x is not None and spec.reference and spec.reference in sub:
             ref = sub.groupby(x)[spec.reference].first().sort_index()
@@ -146,7 +162,7 @@ def metric_figure(spec: PlotSpec, runs: pd.DataFrame) -> Figure:
         ax.set_ylabel(spec.ylabel)
         ax.set_title(variant or "")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        _legend(ax)
     fig.tight_layout()
     return fig
 
@@ -165,7 +181,7 @@ def bars_figure(spec: PlotSpec, runs: pd.DataFrame) -> Figure:
     agg, axes = _prepared(runs)
     x = axes.x
     panels = _panels(agg)
-    fig, axs = _fig(len(panels), spec.title)
+    fig, axs = _fig(len(panels), spec.title, agg[LINE].nunique())
     for ax, variant in zip(axs, panels, strict=True):
         sub = agg[agg["variant"] == variant] if variant else agg
         xs = sorted(sub[x].dropna().unique()) if x else [None]
@@ -192,7 +208,7 @@ def bars_figure(spec: PlotSpec, runs: pd.DataFrame) -> Figure:
         ax.set_title(variant or "")
         ax.grid(alpha=0.3, axis="y")
         if axes.lines:
-            ax.legend(fontsize=7)
+            _legend(ax)
     fig.tight_layout()
     return fig
 
@@ -221,7 +237,7 @@ def series_figure(spec: PlotSpec, runs: pd.DataFrame, store: Store) -> Figure:
     ax.set_xlabel("time (s)")
     ax.set_ylabel(spec.ylabel)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    _legend(ax)
     fig.tight_layout()
     return fig
 
@@ -270,7 +286,10 @@ def to_svg(fig: Figure) -> str:
     buf = io.StringIO()
     # No date/creator metadata: reports of the same results are identical.
     fig.savefig(
-        buf, format="svg", metadata={"Date": None, "Creator": None, "Format": None, "Type": None}
+        buf,
+        format="svg",
+        bbox_inches="tight",
+        metadata={"Date": None, "Creator": None, "Format": None, "Type": None},
     )
     plt.close(fig)
     text = re.sub(r"<metadata>.*?</metadata>", "", buf.getvalue(), flags=re.S)
@@ -285,7 +304,7 @@ def save(fig: Figure, path: str) -> None:
     if ext not in SAVE_FORMATS:
         plt.close(fig)
         raise ScenarioError(f"-o = {path!r}: unknown figure format; allowed: .png, .svg, .pdf")
-    fig.savefig(path, dpi=150)
+    fig.savefig(path, dpi=150, bbox_inches="tight")  # keeps a legend beside the axes
     plt.close(fig)
 
 
