@@ -32,6 +32,11 @@ system-deps:
 	  apt-get install -y -q chromium >/dev/null 2>&1 || \
 	  { apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null; } || \
 	  echo "warning: could not install chromium; the browser test will be skipped"; }
+	@command -v ethtool >/dev/null 2>&1 || { \
+	  echo "installing Debian ethtool (tcplab emulate --link netem: offloads off)"; \
+	  apt-get install -y -q ethtool >/dev/null 2>&1 || \
+	  { apt-get update -q >/dev/null && apt-get install -y -q ethtool >/dev/null; } || \
+	  echo "warning: could not install ethtool; --link auto will use tcplab-emu"; }
 	@command -v iperf3 >/dev/null 2>&1 || { \
 	  echo "installing Debian iperf3 (tcplab emulate)"; \
 	  export DEBIAN_FRONTEND=noninteractive; \

@@ -455,7 +455,9 @@ def test_ctrl_c_removes_namespaces_and_processes(tmp_path: Path) -> None:
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
-    assert err.strip() == "error: interrupted"
+    # Notes (e.g. which link backend runs) come first; the error is the last line.
+    assert err.strip().splitlines()[-1] == "error: interrupted"
+    assert all(line.startswith("note: ") for line in err.strip().splitlines()[:-1]), err
     assert _our_namespaces(proc.pid) == []
     assert not [pid for pid in children if Path(f"/proc/{pid}").exists()]
 

@@ -7,10 +7,11 @@ flow's congestion control, and returns the same `RunResult` as `tcplab.run`. `va
 runs both and compares them; `calibrate()` measures the emulator itself.
 
 Modules: `bins` (finding binaries), `features` (root, TUN, tools, kernel algorithms,
-TPROXY), `kernel_tcp` (TCP options as Linux
+TPROXY, netem qdiscs), `kernel_tcp` (TCP options as Linux
 settings), `plan` (topology plan, pure), `netns` (building it), `cleanup` (undo stack,
 signals, atexit, leftovers), `procs` (child processes), `topology` (a built topology with
-its emulator), `iperf` and `convert` (iperf3 commands; its JSON → result, pure),
+its emulator or netem links), `iperf` and `convert` (iperf3 commands; its JSON → result,
+pure), `netem` (the kernel's link emulation: tc/ethtool commands from the plan, pure),
 `emulate`, `calibrate`, `validate`, `cli`.
 """
 

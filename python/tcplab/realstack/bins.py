@@ -21,6 +21,8 @@ _HINTS: Final = {
     "iperf3": "install it with `make system-deps` (Debian package iperf3)",
     "nft": "install it with `make system-deps` (Debian package nftables)",
     "ip": "install iproute2",
+    "tc": "install iproute2",
+    "ethtool": "install it with `make system-deps` (Debian package ethtool)",
 }
 
 

@@ -2,7 +2,7 @@
 
 tcplab emulate SCENARIO.toml [--seed N] [--duration D] [--set K=V ...] [--json]
     [--series OUT.parquet|csv] [--keep] [--pep auto|transparent|explicit]
-    [--spin-us N] [--rt-prio N]
+    [--link auto|emu|netem] [--spin-us N] [--rt-prio N]
 tcplab emulate --cleanup [--all]        remove leftover tcplab-* namespaces
 tcplab emulate --calibrate [--json] [--seconds S]   measure the emulator's accuracy
 tcplab validate SCENARIO.toml [--seed N] [--duration D] [--set K=V ...] [--ccas a,b] [--json]
@@ -37,7 +37,12 @@ def _options(args: argparse.Namespace) -> EmulateOptions:
     if not 0 <= args.rt_prio <= 99:
         raise ScenarioError(f"--rt-prio = {args.rt_prio}: out of range; allowed: 0 to 99")
     return EmulateOptions(
-        pep=args.pep, keep=args.keep, spin_us=args.spin_us, rt_prio=args.rt_prio, note=_note
+        pep=args.pep,
+        keep=args.keep,
+        spin_us=args.spin_us,
+        rt_prio=args.rt_prio,
+        link=args.link,
+        note=_note,
     )
 
 
@@ -199,6 +204,13 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         choices=("auto", "transparent", "explicit"),
         default="auto",
         help="how PEPs intercept connections (auto: TPROXY if available)",
+    )
+    parser.add_argument(
+        "--link",
+        choices=("auto", "emu", "netem"),
+        default="auto",
+        help="who models the links: tc netem + tbf, tcplab-emu, or auto (netem if the "
+        "kernel has it and the scenario fits it; --calibrate always measures tcplab-emu)",
     )
     parser.add_argument("--keep", action="store_true", help="keep the namespaces afterwards")
     parser.add_argument("--spin-us", type=int, default=50, help="emulator busy-wait (µs)")

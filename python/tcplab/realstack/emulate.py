@@ -1,7 +1,9 @@
 """`tcplab emulate`: run a scenario on the kernel's TCP through emulated links.
 
 Order of events: check the machine (root, TUN, tools, the flows' algorithms in the kernel,
-TPROXY for PEPs) → plan → build the namespaces and start `tcplab-emu` (`topology`) → the
+TPROXY for PEPs) → plan → choose the link backend (`--link`: netem qdiscs where the kernel
+and the scenario allow, else `tcplab-emu`) → build the namespaces and start `tcplab-emu`
+or add the qdiscs (`topology`) → the
 PEPs (each prints `ready`) and the iperf3 servers (listening) → start the emulator's
 measurement (SIGUSR1: the scenario's t = 0) → launch each iperf3 client at its flow's start
 offset → wait for them (bulk: `-t`; files: until done, at most the scenario's duration) →
@@ -16,22 +18,23 @@ import platform
 import signal
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
+from ..errors import ScenarioError
 from ..loader import Overrides, ScenarioSource, load_scenario, override_pairs
 from ..normalize import normalize
 from ..paths import base_rtt_ns, pep_mode
 from ..result import RunResult
-from . import commands, features
+from . import commands, features, netem
 from .bins import require_binary
 from .cleanup import new_run_id
 from .convert import FlowRun, result_json, run_errors
 from .errors import EmulationError, MissingFeature
 from .iperf import client_argv, server_argv
 from .options import EmulateOptions
-from .plan import IPERF_PORT, FlowPlan, PepMode, plan_topology
+from .plan import IPERF_PORT, FlowPlan, PepMode, Plan, plan_topology
 from .procs import Proc
 from .topology import Topology, topology
 
@@ -43,12 +46,14 @@ _GRACE_S: Final = 10.0
 @dataclass(frozen=True)
 class Emulation:
     """An emulated run: the result (same schema as a simulation), what differs from the
-    scenario (notes), the emulator's raw report and the namespaces left with `keep`."""
+    scenario (notes), the emulator's raw report (netem: the qdiscs' counters), the
+    namespaces left with `keep` and who modelled the links (`emu` or `netem`)."""
 
     result: RunResult
     notes: tuple[str, ...]
     emulator: Mapping[str, Any]
     kept: tuple[str, ...] = field(default=())
+    link: str = "emu"
 
     def to_json_dict(self) -> dict[str, Any]:
         """`RunResult.to_json_dict()` plus an `emulation` object."""
@@ -57,6 +62,7 @@ class Emulation:
             "notes": list(self.notes),
             "kernel": platform.release(),
             "namespaces_kept": list(self.kept),
+            "link": self.link,
         }
         return out
 
@@ -112,6 +118,30 @@ def _interception(normalized: Mapping[str, Any], options: EmulateOptions, run_id
     return "explicit"
 
 
+_ALLOWED_LINKS: Final = ", ".join(netem.LINK_CHOICES)
+
+
+def choose_link(plan: Plan, options: EmulateOptions) -> Plan:
+    """`plan` with its link backend: netem when asked for or (auto) when the scenario fits
+    netem + tbf and the kernel has the qdiscs, else tcplab-emu. A note says which and why."""
+    if options.link == "emu":
+        return replace(plan, notes=(*plan.notes, "links: tcplab-emu (--link emu)"))
+    refused = netem.refusal(plan)
+    if refused is not None and options.link == "netem":
+        raise ScenarioError(f"--link netem: {refused}")
+    missing = None if refused else features.link_qdisc_support(netem.qdisc_kinds(plan))
+    if missing is not None and options.link == "netem":
+        raise MissingFeature(f"--link netem: {missing}; allowed: {_ALLOWED_LINKS}")
+    if refused is None and missing is None:
+        notes = (
+            f"links: tc netem + tbf (--link {options.link})",
+            "links: netem queue occupancy is not sampled (queue mean/max read 0)",
+        )
+        return replace(plan, link="netem", notes=(*plan.notes, *notes))
+    why = refused.removesuffix("; use --link emu") if refused else missing
+    return replace(plan, notes=(*plan.notes, f"links: tcplab-emu (--link auto: {why})"))
+
+
 def emulate_normalized(
     normalized: Mapping[str, Any], options: EmulateOptions | None = None
 ) -> Emulation:
@@ -121,6 +151,7 @@ def emulate_normalized(
     features.check_ccas(kernel_cca_fields(normalized))
     run_id = new_run_id()
     plan = plan_topology(normalized, run_id, _interception(normalized, options, run_id))
+    plan = choose_link(plan, options)
     for note in plan.notes:
         options.say(note)
     started = time.perf_counter()
@@ -131,10 +162,12 @@ def emulate_normalized(
     errors = run_errors(runs)
     if errors:
         raise EmulationError("; ".join(errors))
-    version = f"emulated: Linux {platform.release()}, {_iperf_version()}, tcplab-emu"
+    links = "tc netem" if plan.link == "netem" else "tcplab-emu"
+    version = f"emulated: Linux {platform.release()}, {_iperf_version()}, {links}"
     data = result_json(normalized, runs, report, plan.interval_ns, version)
     result = RunResult.from_json(data, wall_s=wall_s, scenario=normalized)
-    return Emulation(result, plan.notes, report, plan.namespaces if options.keep else ())
+    kept = plan.namespaces if options.keep else ()
+    return Emulation(result, plan.notes, report, kept, plan.link)
 
 
 def _iperf_version() -> str:

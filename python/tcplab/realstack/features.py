@@ -6,6 +6,7 @@ Every check raises `MissingFeature` with one line saying what is missing and how
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -13,7 +14,9 @@ from typing import Final
 
 from . import commands
 from .bins import find_binary, require_binary
+from .cleanup import new_run_id
 from .errors import EmulationError, MissingFeature
+from .plan import PREFIX
 
 _AVAILABLE_CCAS: Final = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
 _TUN: Final = Path("/dev/net/tun")
@@ -101,4 +104,57 @@ def tproxy_support(probe_netns: str) -> str | None:
         return f"the kernel rejects TPROXY rules ({exc})"
     finally:
         commands.run(["ip", "netns", "del", probe_netns], check=False)
+    return None
+
+
+#: Minimal arguments of each qdisc the netem link backend may need (`netem.qdisc_kinds`).
+_PROBE_QDISCS: Final = {
+    "netem": ("netem", "delay", "1ms", "loss", "random", "1%"),
+    "tbf": ("tbf", "rate", "1mbit", "burst", "1600", "limit", "3000"),
+    "pfifo": ("pfifo", "limit", "10"),
+    "bfifo": ("bfifo", "limit", "15000"),
+    "codel": ("codel", "limit", "10"),
+}
+
+
+@functools.cache
+def link_qdisc_support(kinds: tuple[str, ...]) -> str | None:
+    """None if `tc`, `ethtool` and every qdisc in `kinds` are there, else why not (one
+    line). The qdiscs are added to a veth (the kernel may lack dummy devices) in a scratch
+    namespace, created and removed here; the answer is kept for the process, since the
+    kernel does not change under it."""
+    try:
+        for tool in ("tc", "ethtool"):
+            require_binary(tool)
+    except MissingFeature as exc:
+        return str(exc)
+    probe = f"{PREFIX}{new_run_id()}-probe"
+    try:
+        commands.run(["ip", "netns", "add", probe])
+    except EmulationError as exc:
+        return str(exc)
+    try:
+        commands.run(["ip", "-n", probe, "link", "add", "p0", "type", "veth", "peer", "name", "p1"])
+        for kind in kinds:
+            try:
+                commands.run(
+                    [
+                        "tc",
+                        "-n",
+                        probe,
+                        "qdisc",
+                        "replace",
+                        "dev",
+                        "p0",
+                        "root",
+                        *_PROBE_QDISCS[kind],
+                    ]
+                )
+            except EmulationError as exc:
+                said = str(exc).rsplit(": ", 1)[-1]
+                return f"the kernel has no sch_{kind} (CONFIG_NET_SCH_{kind.upper()}; tc: {said})"
+    except EmulationError as exc:
+        return str(exc)
+    finally:
+        commands.run(["ip", "netns", "del", probe], check=False)
     return None

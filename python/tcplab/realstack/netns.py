@@ -1,4 +1,5 @@
-"""Build a `Plan` out of real namespaces, devices, addresses, routes, sysctls and rules.
+"""Build a `Plan` out of real namespaces, devices, addresses, routes, sysctls, rules and
+(with `link = "netem"`) the links' qdiscs.
 
 Every namespace is registered with the `Cleanup` right after it is created, so whatever
 fails later, deleting the namespaces removes everything (devices, addresses, routes,
@@ -10,7 +11,7 @@ from __future__ import annotations
 import functools
 from collections import defaultdict
 
-from . import commands
+from . import commands, netem
 from .cleanup import Cleanup, delete_netns
 from .plan import End, Plan, Wire
 
@@ -21,8 +22,8 @@ def _ip(netns: str, *args: str) -> None:
     commands.run(["ip", "-n", netns, *args])
 
 
-def _create_wire(wire: Wire) -> None:
-    if wire.emulated is None:
+def _create_wire(wire: Wire, tun: bool) -> None:
+    if not tun:
         commands.run(
             [
                 "ip",
@@ -65,7 +66,10 @@ def build(plan: Plan, cleanup: Cleanup, *, keep: bool = False) -> None:
     for netns in plan.namespaces:
         commands.run(commands.in_netns(netns, ["sysctl", "-q", "-w", *sysctls[netns]]))
     for wire in plan.wires:
-        _create_wire(wire)
+        _create_wire(wire, plan.tun(wire))
+    if plan.link == "netem":
+        for argv in netem.link_commands(plan):
+            commands.run(argv)
     for route in plan.routes:
         commands.run(route.argv())
     for netns, ruleset in plan.nft:

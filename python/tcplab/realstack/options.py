@@ -14,12 +14,15 @@ class EmulateOptions:
     removes them); `spin_us`: the emulator's busy-wait before each departure; `rt_prio`: run
     the emulator under SCHED_FIFO at this priority (0: normal scheduling; measured to cut
     its p99 lateness from milliseconds to tens of microseconds while TCP runs beside it);
-    `note`: where notes about the emulation go (e.g. stderr)."""
+    `link`: who models the links (auto: tc netem + tbf where the kernel has them and the
+    scenario fits them, else tcplab-emu; see `netem`); `note`: where notes about the
+    emulation go (e.g. stderr)."""
 
     pep: Literal["auto", "transparent", "explicit"] = "auto"
     keep: bool = False
     spin_us: int = 50
     rt_prio: int = 10
+    link: Literal["auto", "emu", "netem"] = "auto"
     note: Callable[[str], None] | None = None
 
     def say(self, message: str) -> None:

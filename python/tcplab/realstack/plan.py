@@ -5,8 +5,9 @@ receiver host `c<i>` (client side), and the path's routers `n0 … n<k>` (a dumb
 one-segment path `bottleneck`: `n0` is R2, `n1` is R1). Every node is a network namespace
 named `tcplab-<run>-<node>`.
 
-Wires: segment `j` joins `n<j>` and `n<j+1>` through two TUN devices and the emulator;
-access links are veth pairs. Their propagation delay is added to the first and last
+Wires: segment `j` joins `n<j>` and `n<j+1>` through two TUN devices and the emulator
+(`link = "emu"`), or through a veth pair whose qdiscs model it (`link = "netem"`, see
+`netem`); access links are veth pairs. Their propagation delay is added to the first and last
 segments (exact end to end; the 1 Gbit/s serialization of a veth is negligible). When flows
 have access links of their own, every access link is emulated instead (TUN devices too),
 so each flow keeps its own RTT.
@@ -62,8 +63,8 @@ class End:
 @dataclass(frozen=True)
 class Wire:
     """A point-to-point link, `a` on the server side. `emulated` holds the normalized
-    `forward`/`reverse` DirConfigs when the emulator carries it (TUN devices), None for a
-    veth pair."""
+    `forward`/`reverse` DirConfigs when tcplab models it (TUN devices and the emulator, or
+    netem qdiscs on a veth pair), None for a plain veth pair."""
 
     name: str
     a: End
@@ -166,6 +167,12 @@ class Plan:
     #: iperf3 reporting interval
     interval_ns: int = 10**9
     notes: tuple[str, ...] = field(default=())
+    #: who models the links: `tcplab-emu` between TUN devices, or netem qdiscs on veths
+    link: Literal["emu", "netem"] = "emu"
+
+    def tun(self, wire: Wire) -> bool:
+        """Whether `wire` is two TUN devices (the emulator carries it), not a veth pair."""
+        return wire.emulated is not None and self.link == "emu"
 
     @property
     def emu_netns(self) -> str:
@@ -184,7 +191,7 @@ class Plan:
                 "reverse": dict(wire.emulated["reverse"]),
             }
             for wire in self.wires
-            if wire.emulated is not None
+            if wire.emulated is not None and self.tun(wire)
         ]
         return {"seed": seed, "interval_ns": interval_ns, "measure_ns": measure_ns, "links": links}
 

@@ -1,5 +1,6 @@
-"""A built topology with its emulator running, as a context manager: everything started
-inside is stopped, and every namespace deleted, when the block ends (see `cleanup`)."""
+"""A built topology with its links running (the emulator, or netem qdiscs), as a context
+manager: everything started inside is stopped, and every namespace deleted, when the block
+ends (see `cleanup`)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from . import netns
+from . import commands, netem, netns
 from .bins import require_binary
 from .cleanup import Cleanup, guarded
 from .errors import EmulationError
@@ -25,13 +26,16 @@ _READY_TIMEOUT_S: Final = 15.0
 
 @dataclass
 class Topology:
-    """The namespaces of `plan`, a work directory and the emulator."""
+    """The namespaces of `plan`, a work directory and the emulator (or the netem qdiscs'
+    counters at the measurement's start); `measure_ns`: the measured time (utilization)."""
 
     plan: Plan
     workdir: Path
     cleanup: Cleanup
     options: EmulateOptions
+    measure_ns: int = 0
     emu: Proc | None = None
+    qdiscs_at_start: dict[str, netem.Counters] | None = None
 
     def start(self, name: str, ns: str, argv: list[str], out: Path | None) -> Proc:
         """A child in namespace `ns`, killed at cleanup if it is still running."""
@@ -70,12 +74,38 @@ class Topology:
         return self.workdir / "emu-report.json"
 
     def start_measurement(self) -> None:
-        """The scenario's t = 0 for the emulator's counters, series, outages and traces."""
+        """The scenario's t = 0 for the emulator's counters, series, outages and traces
+        (netem: the qdiscs' counters are read, to be subtracted at the end)."""
         if self.emu is not None:
             self.emu.send_signal(signal.SIGUSR1)
+        elif self.plan.link == "netem":
+            self.qdiscs_at_start = self._qdisc_counters()
+
+    def _qdisc_counters(self) -> dict[str, netem.Counters]:
+        out = {}
+        for direction in netem.shaped(self.plan):
+            shown = json.loads(commands.run(netem.stats_command(direction)) or "[]")
+            out[direction.name] = netem.Counters.parse(shown)
+        return out
+
+    def _netem_report(self) -> dict[str, Any]:
+        """The netem links' counters since `start_measurement`, shaped like the emulator's
+        report."""
+        now = self._qdisc_counters()
+        before = self.qdiscs_at_start or {}
+        links = [
+            netem.link_report(
+                d, now[d.name].minus(before.get(d.name, netem.Counters())), self.measure_ns
+            )
+            for d in netem.shaped(self.plan)
+        ]
+        return {"links": links}
 
     def stop_emulator(self) -> dict[str, Any]:
-        """Stop the emulator (SIGTERM: it writes its report) and read the report."""
+        """Stop the emulator (SIGTERM: it writes its report) and read the report; with
+        netem links, their counters instead."""
+        if self.plan.link == "netem":
+            return self._netem_report()
         if self.emu is None:
             return {}
         self.emu.stop(signal.SIGTERM, 10.0)
@@ -89,13 +119,15 @@ class Topology:
 def topology(
     plan: Plan, normalized: Mapping[str, Any], options: EmulateOptions, measure_ns: int
 ) -> Iterator[Topology]:
-    """Build `plan`, start the emulator, yield; undo everything afterwards."""
+    """Build `plan`, start the emulator (netem: the qdiscs are part of the build), yield;
+    undo everything afterwards."""
     with tempfile.TemporaryDirectory(prefix="tcplab-emulate-") as tmp:
         cleanup = Cleanup()
         with guarded(cleanup):
             netns.build(plan, cleanup, keep=options.keep)
-            topo = Topology(plan, Path(tmp), cleanup, options)
-            topo.start_emulator(int(normalized.get("seed", 0)), measure_ns)
+            topo = Topology(plan, Path(tmp), cleanup, options, measure_ns)
+            if plan.link == "emu":
+                topo.start_emulator(int(normalized.get("seed", 0)), measure_ns)
             yield topo
         if cleanup.errors:
             options.say("cleanup: " + "; ".join(cleanup.errors))
