@@ -35,15 +35,16 @@ class StudyAxes:
     lines: tuple[str, ...]
     x_unit: str = ""
 
-    def format_x(self, v: object) -> str:
-        """An x value as a user wrote it ("4Mbps", "250ms"), or as a number."""
+    def format_x(self, v: object, digits: int = 6) -> str:
+        """An x value as a user wrote it ("4Mbps", "250ms"), or as a number of `digits`
+        significant digits (log-spaced error rates such as 2.0571e-06 need no more than 4)."""
         if not isinstance(v, float | int) or v != v:
             return str(v)
         if self.x_unit == "bit/s":
             return format_rate_bps(round(v))
         if self.x_unit:
-            return f"{v:g}{'B' if self.x_unit == 'bytes' else self.x_unit}"
-        return f"{v:g}"
+            return f"{v:.{digits}g}{'B' if self.x_unit == 'bytes' else self.x_unit}"
+        return f"{v:.{digits}g}"
 
 
 def is_error_rate(key: str) -> bool:

@@ -24,6 +24,7 @@ from .aggregate import aggregate
 from .axes import study_axes
 from .errors import ScenarioError
 from .plots import PLOTS, figure, save
+from .render import wide_console
 from .report import write_report
 from .store import Store
 from .study import Study, load_study, study_from_dict
@@ -110,7 +111,11 @@ def _print_summary(console: Console, study: Study, store: Store, summary: SweepS
     for group, g in agg.groupby(row_keys, sort=True, dropna=False):
         values = group if isinstance(group, tuple) else (group,)
         cells = [
-            axes.format_x(v) if k == axes.x else f"{v:g}" if isinstance(v, float) else str(v)
+            axes.format_x(v, digits=4)
+            if k == axes.x
+            else f"{v:g}"
+            if isinstance(v, float)
+            else str(v)
             for k, v in zip(row_keys, values, strict=True)
         ]
         for value in columns:
@@ -137,7 +142,7 @@ def _sweep(study: Study, args: argparse.Namespace) -> int:
             console=console,
             progress=not args.no_progress,
         )
-        _print_summary(Console(), study, store, summary)
+        _print_summary(wide_console(), study, store, summary)
         if args.report and not summary.interrupted:
             path = write_report(store, args.report, study.name)
             console.print(f"wrote {path}")

@@ -21,8 +21,9 @@ if TYPE_CHECKING:
     from .demo import DemoRow
 
 
-def _console() -> Console:
-    # Logs and pipes get a wide fixed width so tables are not squeezed into 80 columns.
+def wide_console() -> Console:
+    """A console for tables on stdout; logs and pipes get a wide fixed width so tables are not
+    squeezed into 80 columns."""
     return Console(highlight=False, width=None if sys.stdout.isatty() else 160)
 
 
@@ -146,7 +147,7 @@ def _legs_table(result: RunResult) -> Table:
 
 def print_run(result: RunResult, series_path: str | None = None) -> None:
     """Per-flow tables (TCP; CBR; PEP legs), every link, and theory where there is loss."""
-    console = _console()
+    console = wide_console()
     scenario = result.scenario
     tcp_flows = result.tcp_flows
     bounds = [flow_bounds(dict(scenario), flow.id) for flow in tcp_flows]
@@ -190,7 +191,7 @@ def print_run(result: RunResult, series_path: str | None = None) -> None:
 
 def print_catalogue(catalogue: Sequence[CcaInfo]) -> None:
     """Every algorithm on one row (cells wrap); parameters one per line as `key=default`."""
-    console = _console()
+    console = wide_console()
     if not catalogue:
         console.print("the simulation core lists no algorithms (is the core built?)")
         return
@@ -221,7 +222,7 @@ def print_catalogue(catalogue: Sequence[CcaInfo]) -> None:
 def print_cca(info: CcaInfo) -> None:
     """One algorithm in detail: design, reference and every parameter with its help (plain
     lines rather than a table, so long help text wraps as prose)."""
-    console = _console()
+    console = wide_console()
     console.print(Text(f"{info.name} ({info.feedback}-based)", style="bold"))
     console.print(Text(f"  {info.summary}"))
     console.print(Text(f"  reference: {info.reference or '-'}"))
@@ -241,7 +242,7 @@ def print_cca(info: CcaInfo) -> None:
 
 
 def print_demo(rows: Sequence[DemoRow], written: Sequence[Path]) -> None:
-    console = _console()
+    console = wide_console()
     if not rows:
         return
     first = rows[0]
