@@ -285,3 +285,16 @@ def test_validate_scenario_errors_the_same_way(write_toml: Callable[[str], Path]
     path = write_toml(broken("per = 1e-4", "per = 1.5"))
     line = assert_user_error(run_cli("validate-scenario", str(path)))
     assert line == "error: bottleneck.per = 1.5: must be in [0, 1)"
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--jobs", "0"], "error: --jobs: 0: out of range; allowed: 1 ..= 1024"),
+        (["--jobs", "two"], "error: --jobs: 'two': must be an integer; allowed: 1 ..= 1024"),
+        (["--repetitions", "-3"], "error: --repetitions: -3: out of range; allowed: 1 ..= 1024"),
+    ],
+)
+def test_bad_sweep_count(args: list[str], expected: str, write_toml: Callable[[str], Path]) -> None:
+    line = assert_user_error(run_cli("sweep", str(write_toml(GEO_TOML)), *args))
+    assert line == expected, line

@@ -51,15 +51,16 @@ def presets() -> dict[str, list[Path]]:
     return found
 
 
-def _jobs(value: str) -> int:
+def _count(value: str) -> int:
+    """A positive count argument (`--jobs`, `--repetitions`); argparse names the option."""
     try:
         n = int(value)
     except ValueError:
-        raise ScenarioError(
-            f"--jobs = {value!r}: must be an integer; allowed: 1 ..= 1024"
+        raise argparse.ArgumentTypeError(
+            f"{value!r}: must be an integer; allowed: 1 ..= 1024"
         ) from None
     if not 1 <= n <= 1024:
-        raise ScenarioError(f"--jobs = {n}: out of range; allowed: 1 ..= 1024")
+        raise argparse.ArgumentTypeError(f"{n}: out of range; allowed: 1 ..= 1024")
     return n
 
 
@@ -242,12 +243,12 @@ def cmd_study(args: argparse.Namespace) -> int:
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--jobs", type=_jobs, default=None, help="parallel runs (default: all CPUs)")
+    p.add_argument("--jobs", type=_count, default=None, help="parallel runs (default: all CPUs)")
     p.add_argument("--executor", choices=("local", "dask"), default="local")
     p.add_argument("--scheduler", metavar="URL", help="Dask scheduler, e.g. tcp://host:8786")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--duration", help='override the simulated time of every run, e.g. "60s"')
-    p.add_argument("--repetitions", type=_jobs, default=None, help="override repetitions (seeds)")
+    p.add_argument("--repetitions", type=_count, default=None, help="override repetitions (seeds)")
 
 
 def add_commands(sub: Any) -> None:
