@@ -67,6 +67,8 @@ TCP_FLOW: dict[str, Any] = {
     "throughput_bps": 3_100_000.0,
     "active_ns": 13_333_333_333,
     "completion_ns": 13_333_333_333,
+    "server_done_ns": 9_000_000_000,
+    "closed_ns": 13_343_000_000,
     "rtt": _rtt(25.0, 30.0),
     "rto_count": 0,
     "fast_recoveries": 1,
@@ -82,6 +84,8 @@ TCP_FLOW: dict[str, Any] = {
             "retransmits": 0,
             "rtt": _rtt(20.4, 22.0),
             "bytes_delivered": 5_000_000,
+            "sender_done_ns": 9_000_000_000,
+            "closed_ns": 13_628_000_000,
         },
         {
             "from": "pep1",
@@ -252,6 +256,9 @@ def test_to_json_dict() -> None:
     out = make().to_json_dict()
     tcp, cbr = out["flows"]
     assert tcp["kind"] == "tcp" and tcp["completion_s"] == pytest.approx(13.333333333)
+    assert (tcp["server_done_s"], tcp["closed_s"]) == (9.0, 13.343)
+    assert (tcp["legs"][0]["sender_done_s"], tcp["legs"][0]["closed_s"]) == (9.0, 13.628)
+    assert (tcp["legs"][2]["sender_done_s"], tcp["legs"][2]["closed_s"]) == (None, None)
     assert [leg["from"] for leg in tcp["legs"]] == ["server", "pep1", "pep2"]
     assert tcp["legs"][1]["rtt_mean_ms"] == 530.0 and tcp["legs"][2]["rtt_mean_ms"] is None
     assert tcp["pep_buffer"][0] == {
@@ -410,6 +417,8 @@ def test_new_database_stores_cbr_and_pep_data(tmp_path: Path) -> None:
     assert list(flows["kind"]) == ["tcp", "cbr"]
     assert flows["loss_ratio"].iloc[1] == 0.04 and flows["owd_p95_ms"].iloc[1] == 330.0
     assert list(legs["from_node"]) == ["server", "pep1", "pep2"]
+    assert list(legs["closed_s"].iloc[:1]) == [13.628] and legs["closed_s"].isna().iloc[1:].all()
+    assert (flows["server_done_s"].iloc[0], flows["closed_s"].iloc[0]) == (9.0, 13.343)
     assert legs["rtt_mean_ms"].iloc[1] == 530.0
     assert ("satellite.forward", 7) in links and ("internet.forward", None) in links
     assert buffers == [("pep1", 2_097_152), ("pep2", 65_536)]
@@ -426,6 +435,7 @@ def test_version_1_database_is_upgraded_and_keeps_its_runs(tmp_path: Path) -> No
         assert (old["n_cbr_flows"].iloc[0], old["pep"].iloc[0]) == (0, "none")
         assert old["bottleneck"].iloc[0] == "bottleneck.forward"
         assert list(store.flows("old")["kind"]) == ["tcp", "tcp"]
+        assert store.flows("old")["closed_s"].isna().all()  # version 3: unknown for old runs
         run = make()
         store.add_study("new", "", "")
         store.add_run("new", "", {}, ("h2", 1), run.scenario, run)
@@ -437,12 +447,13 @@ def test_version_1_database_is_upgraded_and_keeps_its_runs(tmp_path: Path) -> No
 def test_newer_schema_is_refused(tmp_path: Path) -> None:
     path = _v1_file(tmp_path / "future.duckdb")
     con = duckdb.connect(str(path))
-    con.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+    future = SCHEMA_VERSION + 1
+    con.execute(f"UPDATE meta SET value = '{future}' WHERE key = 'schema_version'")
     con.close()
     with pytest.raises(StoreError) as err:
         Store(path, create=False)
     assert str(err.value) == (
-        f"{path}: results schema version 3; this tcplab reads versions 1 to {SCHEMA_VERSION}"
+        f"{path}: results schema version {future}; this tcplab reads versions 1 to {SCHEMA_VERSION}"
     )
 
 

@@ -65,8 +65,14 @@ def _kib(value: float | None) -> str:
     return "-" if value is None else f"{value / 1024:.0f} KiB"
 
 
+def _secs(value_ns: int | None) -> str:
+    return "-" if value_ns is None else f"{value_ns / 1e9:.3f}"
+
+
 def _tcp_table(result: RunResult, bounds: Sequence[FlowBounds]) -> Table:
     lossy = any(b.mathis_bps is not None for b in bounds)
+    # file downloads close their connections: when the client's side was closed
+    teardown = any(f.closed_ns is not None for f in result.tcp_flows)
     table = Table(
         title=(
             f"{result.name}: {result.duration_ns / 1e9:g} s simulated, seed {result.seed}, "
@@ -77,6 +83,8 @@ def _tcp_table(result: RunResult, bounds: Sequence[FlowBounds]) -> Table:
         table.add_column(header, justify="left" if header == "cca" else "right")
     for header in ("RTT mean ms", "RTT min ms", "RTT p95 ms", "completion s"):
         table.add_column(header, justify="right")
+    if teardown:
+        table.add_column("closed s", justify="right")
     if lossy:
         table.add_column("Mathis Mbit/s", justify="right")
         table.add_column("Padhye Mbit/s", justify="right")
@@ -91,8 +99,10 @@ def _tcp_table(result: RunResult, bounds: Sequence[FlowBounds]) -> Table:
             _ms(flow.rtt.mean_ns),
             _ms(flow.rtt.min_ns),
             _ms(flow.rtt.p95_ns),
-            "-" if flow.completion_ns is None else f"{flow.completion_ns / 1e9:.3f}",
+            _secs(flow.completion_ns),
         ]
+        if teardown:
+            cells.append(_secs(flow.closed_ns))
         if lossy:
             cells += [_mbps(bound.mathis_bps), _mbps(bound.padhye_bps)]
         table.add_row(*cells)
@@ -129,11 +139,12 @@ def _legs_table(result: RunResult) -> Table:
     """The TCP connections of PEP-split flows, server side first."""
     table = Table(title=f"PEP legs (pep = {pep_mode(result.scenario)})")
     headers = ("flow", "leg", "cca", "goodput Mbit/s", "retrans", "RTT mean ms", "RTT p95 ms")
-    for header in headers:
+    teardown = any(leg.closed_ns is not None for f in result.tcp_flows for leg in f.legs)
+    for header in (*headers, *(("FIN acked s", "closed s") if teardown else ())):
         table.add_column(header, justify="left" if header in ("leg", "cca") else "right")
     for flow in result.tcp_flows:
         for leg in flow.legs:
-            table.add_row(
+            cells = [
                 str(flow.id),
                 leg.label,
                 leg.cca or "-",
@@ -141,7 +152,10 @@ def _legs_table(result: RunResult) -> Table:
                 "-" if leg.retransmits is None else str(leg.retransmits),
                 _ms(leg.rtt.mean_ns),
                 _ms(leg.rtt.p95_ns),
-            )
+            ]
+            if teardown:
+                cells += [_secs(leg.sender_done_ns), _secs(leg.closed_ns)]
+            table.add_row(*cells)
     return table
 
 

@@ -47,6 +47,10 @@ def _opt_int(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
+def _s(value_ns: int | None) -> float | None:
+    return None if value_ns is None else value_ns / 1e9
+
+
 @dataclass(frozen=True)
 class RttStats:
     """Sender RTT samples of one flow (ns); fields are None when there was no sample."""
@@ -116,6 +120,10 @@ class LegResult:
     retransmits: int | None
     rtt: RttStats
     bytes_delivered: int | None
+    #: file downloads: this leg's sender had its FIN acknowledged / its receiver's FIN was
+    #: acknowledged (ns from the flow's start; None for bulk flows or before the end)
+    sender_done_ns: int | None = None
+    closed_ns: int | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], where: str) -> LegResult:
@@ -129,6 +137,8 @@ class LegResult:
             retransmits=_opt_int(data.get("retransmits")),
             rtt=RttStats.from_json(rtt, f"{where} rtt") if rtt else RttStats.empty(),
             bytes_delivered=_opt_int(data.get("bytes_delivered")),
+            sender_done_ns=_opt_int(data.get("sender_done_ns")),
+            closed_ns=_opt_int(data.get("closed_ns")),
         )
 
     @property
@@ -143,6 +153,8 @@ class LegResult:
             "goodput_bps": self.goodput_bps,
             "retransmits": self.retransmits,
             "bytes_delivered": self.bytes_delivered,
+            "sender_done_s": _s(self.sender_done_ns),
+            "closed_s": _s(self.closed_ns),
             "rtt_samples": self.rtt.count,
             **self.rtt.ms_dict("rtt"),
         }
@@ -206,6 +218,10 @@ class FlowResult:
     #: the TCP connections of a flow split by PEPs, server side first (empty: end to end)
     legs: tuple[LegResult, ...] = ()
     pep_buffer: tuple[PepBufferStats, ...] = ()
+    #: file downloads (connection teardown, ns from the flow's start): the server's FIN was
+    #: acknowledged (by the client, or by the first PEP) / the client's connection closed
+    server_done_ns: int | None = None
+    closed_ns: int | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> FlowResult:
@@ -235,6 +251,8 @@ class FlowResult:
             kind=kind,
             legs=tuple(LegResult.from_json(leg, f"{where} leg") for leg in legs),
             pep_buffer=tuple(PepBufferStats.from_json(b, f"{where} pep_buffer") for b in buffers),
+            server_done_ns=_opt_int(data.get("server_done_ns")),
+            closed_ns=_opt_int(data.get("closed_ns")),
             **values,
         )
 
@@ -561,7 +579,9 @@ class RunResult:
             "rtt_p50_ms": _ms(flow.rtt.p50_ns),
             "rtt_p95_ms": _ms(flow.rtt.p95_ns),
             "rtt_max_ms": _ms(flow.rtt.max_ns),
-            "completion_s": None if flow.completion_ns is None else flow.completion_ns / 1e9,
+            "completion_s": _s(flow.completion_ns),
+            "server_done_s": _s(flow.server_done_ns),
+            "closed_s": _s(flow.closed_ns),
             "final_cwnd_bytes": flow.final_cwnd_bytes,
             "final_ssthresh_bytes": flow.final_ssthresh_bytes,
             "base_rtt_ms": bounds.base_rtt_s * 1e3,

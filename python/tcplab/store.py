@@ -18,9 +18,11 @@ Each run is committed in its own transaction as soon as it finishes: killing a s
 most the runs that were still executing, and rerunning the study skips everything stored.
 
 Schema versions: 1 had TCP dumbbells only; 2 adds the CBR/PEP/link columns and tables
-(`_MIGRATIONS[2]`). A version-1 file is upgraded in place when it is opened (new columns only,
-filled with what version 1 implies: every flow was TCP, no run had a PEP), so it keeps its
-runs and can take new ones; a file from a newer tcplab is refused.
+(`_MIGRATIONS[2]`); 3 adds the connection-teardown times of file downloads (`server_done_s`,
+`closed_s`; NULL for runs stored before). An older file is upgraded in place when it is opened
+(new columns only, filled with what the old version implies: every flow of version 1 was TCP,
+no run had a PEP), so it keeps its runs and can take new ones; a file from a newer tcplab is
+refused.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from .errors import ScenarioError
 from .paths import base_rtt_ns, combined_loss, pep_mode, segments
 from .result import FlowResult, RunResult
 
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 
 #: The version-1 tables, exactly as version 1 created them; later versions are migrations on
 #: top, so a new file and an upgraded one have the same columns in the same order.
@@ -114,6 +116,12 @@ _MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {
         "UPDATE runs SET pep = 'none' WHERE pep IS NULL",
         "UPDATE runs SET bottleneck = 'bottleneck.forward' WHERE bottleneck IS NULL",
     ),
+    3: (
+        "ALTER TABLE flows ADD COLUMN IF NOT EXISTS server_done_s DOUBLE",
+        "ALTER TABLE flows ADD COLUMN IF NOT EXISTS closed_s DOUBLE",
+        "ALTER TABLE legs ADD COLUMN IF NOT EXISTS sender_done_s DOUBLE",
+        "ALTER TABLE legs ADD COLUMN IF NOT EXISTS closed_s DOUBLE",
+    ),
 }
 
 
@@ -127,6 +135,10 @@ def _finite(x: float | None) -> float | None:
 
 def _ms(ns: float | None) -> float | None:
     return None if ns is None else ns / 1e6
+
+
+def _s(ns: int | None) -> float | None:
+    return None if ns is None else ns / 1e9
 
 
 def _extra(obj: Any, key: str) -> int:
@@ -313,6 +325,8 @@ class Store:
                 "bytes_delivered": leg.bytes_delivered,
                 "rtt_mean_ms": _ms(leg.rtt.mean_ns),
                 "rtt_p95_ms": _ms(leg.rtt.p95_ns),
+                "sender_done_s": _s(leg.sender_done_ns),
+                "closed_s": _s(leg.closed_ns),
             }
             for f in result.flows
             for index, leg in enumerate(f.legs)
@@ -500,6 +514,8 @@ def _flow_row(key: tuple[str, int], f: FlowResult) -> dict[str, Any]:
         "owd_mean_ms": None if cbr is None else _ms(cbr.owd.mean_ns),
         "owd_p95_ms": None if cbr is None else _ms(cbr.owd.p95_ns),
         "owd_max_ms": None if cbr is None else _ms(cbr.owd.max_ns),
+        "server_done_s": _s(f.server_done_ns),
+        "closed_s": _s(f.closed_ns),
     }
 
 

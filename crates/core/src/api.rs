@@ -35,6 +35,12 @@ pub struct FlowResult {
     pub throughput_bps: f64,
     pub active_ns: u64,
     pub completion_ns: Option<u64>,
+    /// File downloads: time from the start until the server's FIN (on the last byte) was
+    /// acknowledged — by the client end to end, by the first PEP when the path is split.
+    pub server_done_ns: Option<u64>,
+    /// File downloads: time from the start until the client's connection closed (its FIN
+    /// acknowledged — by the server, or by the nearest PEP).
+    pub closed_ns: Option<u64>,
     pub rtt: RttResult,
     pub rto_count: u64,
     pub fast_recoveries: u64,
@@ -73,6 +79,10 @@ pub struct LegResult {
     pub retransmits: u64,
     pub rto_count: u64,
     pub rtt: RttResult,
+    /// File downloads: this leg's sender had its FIN acknowledged / its receiver's FIN was
+    /// acknowledged (times from the flow's start).
+    pub sender_done_ns: Option<u64>,
+    pub closed_ns: Option<u64>,
 }
 
 /// Occupancy of a PEP's relay buffer for one flow.
@@ -183,6 +193,8 @@ fn tcp_flow(
                     retransmits: f.sender.stats().retrans_segs,
                     rto_count: f.sender.stats().rto_count,
                     rtt: rtt_result(&f.sender.stats().rtt),
+                    sender_done_ns: f.sender.fin_acked_at().map(|t| t.ns() - start),
+                    closed_ns: f.receiver.closed_at.map(|t| t.ns() - start),
                 }
             })
             .collect()
@@ -211,6 +223,8 @@ fn tcp_flow(
         throughput_bps: st.bytes_sent as f64 * 8e9 / active as f64,
         active_ns: active,
         completion_ns: completion,
+        server_done_ns: first.sender.fin_acked_at().map(|t| t.ns() - start),
+        closed_ns: last.receiver.closed_at.map(|t| t.ns() - start),
         rtt: rtt_result(&st.rtt),
         rto_count: st.rto_count,
         fast_recoveries: st.fast_recoveries,
@@ -257,6 +271,8 @@ fn cbr_flow(
         throughput_bps: sent as f64 * 8e9 / active as f64,
         active_ns: active,
         completion_ns: None,
+        server_done_ns: None,
+        closed_ns: None,
         rtt: rtt_result(&crate::stats::LogHistogram::default()),
         rto_count: 0,
         fast_recoveries: 0,

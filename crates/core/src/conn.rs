@@ -130,6 +130,14 @@ impl FlowSender {
         }
     }
 
+    /// When the FIN on the last byte of a file was acknowledged (ns-2 agents send none).
+    pub fn fin_acked_at(&self) -> Option<SimTime> {
+        match self {
+            FlowSender::Linux(s) => s.fin_acked_at,
+            FlowSender::Ns2(_) => None,
+        }
+    }
+
     /// The Linux sender, if this flow runs one.
     pub fn linux(&self) -> Option<&Sender> {
         match self {

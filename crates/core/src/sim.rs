@@ -4,7 +4,8 @@
 //!
 //! Split-TCP PEPs are glue here: after an endpoint at a PEP handled a packet, the relay
 //! hooks open the connection on the other side (SYN spoofing), forward the request, hand
-//! delivered bytes downstream and return buffer space upstream (see `session.rs`).
+//! delivered bytes downstream, return buffer space upstream and pass the client's close
+//! upstream (see `session.rs`).
 use crate::config::{AppConfig, ConfigError, ScenarioConfig};
 pub use crate::conn::{Flow, FlowSender};
 use crate::event::{Event, EventQueue, Side, TimerSlot};
@@ -437,9 +438,13 @@ impl Simulation {
         }
         // Data acknowledged downstream leaves the buffer: the window reopens upstream.
         let una = self.flows[down as usize].sender.snd_una();
-        self.flows[up as usize]
-            .receiver
-            .drain(now, una, &mut self.out);
+        let rx = &mut self.flows[up as usize].receiver;
+        rx.drain(now, una, &mut self.out);
+        if kind == PacketKind::Fin {
+            // The client closed its side: the PEP closes the connection it holds upstream
+            // (PEPsal-style close propagation; the server has long had its FIN acknowledged).
+            rx.close(now, &mut self.out);
+        }
         self.emit(now, up, Side::Receiver);
         self.update_occupancy(now, s, r);
     }

@@ -301,3 +301,109 @@ fn every_algorithm_survives_a_2s_outage_with_nothing_lost() {
         assert!(outage_drops > 0, "{cca}: the outage dropped nothing");
     }
 }
+
+/// Times after the download completed, in ms: (server's FIN acknowledged, client closed).
+fn teardown_ms(r: &RunResult) -> (f64, f64) {
+    let f = &r.flows[0];
+    let done = f.completion_ns.expect("completed") as f64;
+    let server = f.server_done_ns.expect("server's FIN acknowledged") as f64;
+    let closed = f.closed_ns.expect("client closed") as f64;
+    ((server - done) / 1e6, (closed - done) / 1e6)
+}
+
+#[test]
+fn teardown_end_to_end_takes_a_round_trip_and_a_pep_closes_locally() {
+    let size = 1_000_000;
+    let flow = |pep: Option<&str>| json!([download("cubic", pep, size)]);
+    let e2e = run(scenario(geo_path("none", 0.0), flow(None), 60));
+    let gateway = run(scenario(geo_path("gateway", 0.0), flow(Some("cubic")), 60));
+    let distributed = run(scenario(
+        geo_path("distributed", 0.0),
+        flow(Some("cubic")),
+        60,
+    ));
+
+    // End to end. The client's ACK and FIN leave when the last byte arrives and cross the
+    // return path: 0.1 + 5 + 260 + 10 + 0.1 ms = 275.2 ms of propagation, plus 52-byte
+    // frames serialized at 1 Gbit/s (0.416 us) twice, 100 Mbit/s (4.16 us) twice and
+    // 2 Mbit/s (208 us): 275.417 ms. The first of them acknowledges the server's FIN. The
+    // FIN waits behind a pure ACK for one 2 Mbit/s slot (208 us) when two segments were
+    // unacknowledged, and the server's ACK of it comes back over the forward path:
+    // 275.2 ms + 0.83 us + 8.3 us + 41.6 us (10 Mbit/s) = 275.251 ms.
+    let (server, closed) = teardown_ms(&e2e);
+    assert!(
+        (server - 275.417).abs() < 0.01,
+        "server done after {server} ms"
+    );
+    let fin_wait = closed - server - 275.251;
+    assert!(
+        fin_wait.abs() < 0.01 || (fin_wait - 0.208).abs() < 0.01,
+        "closed after {closed} ms"
+    );
+
+    for r in [&gateway, &distributed] {
+        // The first PEP acknowledged the server's FIN while the end of the file still had
+        // the satellite (260 ms) and the access link (5.1 ms) ahead of it.
+        let (server, _) = teardown_ms(r);
+        assert!(server < -265.1, "server done {server} ms after completion");
+        // Every leg closes, the close passed upstream from PEP to PEP: the client's FIN
+        // travels 5.1 + 260 ms to the gateway, whose own FIN needs 10.1 ms to the server
+        // and its ACK 10.1 ms back: the server's leg closes >= 285.3 ms after completion.
+        let f = &r.flows[0];
+        assert!(f.legs.iter().all(|l| l.closed_ns.is_some()));
+        let server_leg =
+            (f.legs[0].closed_ns.unwrap() as f64 - f.completion_ns.unwrap() as f64) / 1e6;
+        assert!(
+            (285.3..286.5).contains(&server_leg),
+            "server leg closed after {server_leg} ms"
+        );
+    }
+    // The client's FIN is acknowledged by the nearest PEP: at the gateway it still crosses
+    // the satellite (2 x 265.1 ms + serialization), at the terminal only the access link
+    // (2 x 5.1 ms).
+    let (_, closed) = teardown_ms(&gateway);
+    assert!(
+        (530.2..531.0).contains(&closed),
+        "gateway PEP: closed after {closed} ms"
+    );
+    let (_, closed) = teardown_ms(&distributed);
+    assert!(
+        (10.2..10.5).contains(&closed),
+        "distributed PEP: closed after {closed} ms"
+    );
+}
+
+#[test]
+fn teardown_survives_lost_fins_and_acks() {
+    // Heavy loss both ways on the satellite: FINs and their ACKs get lost and are sent
+    // again until every connection is closed.
+    let mut path = geo_path("none", 0.05);
+    path["segments"][1]["reverse"]["per"] = json!(0.2);
+    let mut resent = 0;
+    for pep in ["none", "gateway", "distributed"] {
+        path["pep"] = json!(pep);
+        for seed in 1..=4u64 {
+            let mut cfg = scenario(
+                path.clone(),
+                json!([download("reno", Some("reno"), 200_000)]),
+                300,
+            );
+            cfg.seed = seed;
+            let r = run(cfg);
+            let f = &r.flows[0];
+            assert_eq!(f.bytes_delivered, 200_000, "{pep} seed {seed}");
+            let (done, closed) = (f.completion_ns.unwrap(), f.closed_ns.expect("closed"));
+            assert!(closed > done, "{pep} seed {seed}");
+            assert!(f
+                .legs
+                .iter()
+                .all(|l| l.closed_ns.is_some() && l.sender_done_ns.is_some()));
+            // Without a loss the client is closed at most 551 ms after completion; a lost
+            // FIN or ACK costs at least the client's 1 s retransmission timeout.
+            if closed - done > 1_000_000_000 {
+                resent += 1;
+            }
+        }
+    }
+    assert!(resent > 0, "some FIN or ACK was lost and sent again");
+}

@@ -37,6 +37,9 @@ pub enum PacketKind {
     /// A UDP datagram (constant-bit-rate traffic); `seq` is its sequence number and `ts_val`
     /// its send time.
     Udp,
+    /// The receiving side closes (FIN|ACK, RFC 793 §3.5): a file client that read the whole
+    /// file, or a PEP passing a close upstream. It carries the cumulative ACK.
+    Fin,
 }
 
 /// Flag bits of `Packet::flags`.
@@ -53,6 +56,9 @@ pub mod flags {
     pub const DSACK: u8 = 16;
     /// The payload is a retransmission (statistics only; receivers must not look).
     pub const RETRANS: u8 = 32;
+    /// FIN on the segment carrying the last byte of a file: the server closes as soon as it
+    /// has written the file (Linux puts the FIN on the last queued skb).
+    pub const FIN: u8 = 64;
 }
 
 /// A packet on the wire.

@@ -49,9 +49,10 @@ struct SackState {
 impl Sender {
     /// An ACK-bearing packet arrived from the receiver.
     pub fn on_packet(&mut self, now: SimTime, p: &Packet, out: &mut Vec<Packet>) {
-        if p.kind != PacketKind::Ack {
-            self.on_handshake(now, p, out);
-            return;
+        match p.kind {
+            PacketKind::Ack => {}
+            PacketKind::Fin => return self.on_peer_fin(now, p, out),
+            _ => return self.on_handshake(now, p, out),
         }
         if self.state != ConnState::Established {
             return;
@@ -63,6 +64,37 @@ impl Sender {
             return; // old ACK
         }
         self.on_ack(now, p, out);
+        self.note_fin_acked(now);
+    }
+
+    /// Our FIN (on the last byte of a file) is acknowledged once everything is.
+    fn note_fin_acked(&mut self, now: SimTime) {
+        if self.fin_acked_at.is_none()
+            && matches!(self.cfg.app, crate::config::AppConfig::File { .. })
+            && self.finished()
+        {
+            self.fin_acked_at = Some(now);
+        }
+    }
+
+    /// The peer closes (FIN|ACK): take its acknowledgment if it brings news (a segment with
+    /// a FIN is never a duplicate ACK: it occupies sequence space), then acknowledge the FIN
+    /// — again for a retransmitted FIN whose ACK was lost (TIME-WAIT, RFC 793 §3.5).
+    fn on_peer_fin(&mut self, now: SimTime, p: &Packet, out: &mut Vec<Packet>) {
+        if self.state != ConnState::Established {
+            return;
+        }
+        if p.ack > self.snd_una && p.ack <= self.snd_nxt {
+            self.on_ack(now, p, out);
+            self.note_fin_acked(now);
+        }
+        if !self.finished() {
+            return; // our peer only closes after reading the whole file
+        }
+        self.peer_fin_at.get_or_insert(now);
+        let mut ack = self.control_packet(now, PacketKind::Ack);
+        ack.ts_ecr = p.ts_val;
+        out.push(ack);
     }
 
     fn on_ack(&mut self, now: SimTime, p: &Packet, out: &mut Vec<Packet>) {

@@ -64,6 +64,10 @@ enum RcvState {
     /// Bulk server: SYN-ACK sent.
     SynReceived,
     Established,
+    /// Our FIN is out, waiting for its ACK (RFC 793 LAST-ACK: the server closed first).
+    LastAck,
+    /// Torn down: our FIN was acknowledged.
+    Done,
 }
 
 /// Counters of a receiver.
@@ -119,6 +123,10 @@ pub struct Receiver {
     /// Classic ECN: echo ECE until CWR. DCTCP: CE state of the latest segment.
     ece: bool,
     pub completion: Option<SimTime>,
+    /// The sender's FIN arrived (it rides on the last byte of a file).
+    fin_seen: bool,
+    /// When our own FIN was acknowledged: the connection is closed at this end.
+    pub closed_at: Option<SimTime>,
     pub stats: ReceiverStats,
 }
 
@@ -157,6 +165,8 @@ impl Receiver {
             request_due: false,
             ece: false,
             completion: None,
+            fin_seen: false,
+            closed_at: None,
             stats: ReceiverStats::default(),
         }
     }
@@ -247,13 +257,17 @@ impl Receiver {
                     self.send_request(now, out);
                 }
             }
-            PacketKind::Ack => {
-                if self.state == RcvState::SynReceived {
-                    self.state = RcvState::Established;
+            PacketKind::Ack => match self.state {
+                RcvState::SynReceived => self.state = RcvState::Established,
+                RcvState::LastAck => {
+                    self.state = RcvState::Done;
+                    self.closed_at = Some(now);
+                    self.hs_timer = None;
                 }
-            }
+                _ => {}
+            },
             PacketKind::Data => self.on_data(now, p, out),
-            PacketKind::Request | PacketKind::Udp => {}
+            PacketKind::Request | PacketKind::Udp | PacketKind::Fin => {}
         }
     }
 
@@ -299,6 +313,15 @@ impl Receiver {
                 self.ack_timer = None;
                 self.send_ack(now, out);
             }
+            TimerSlot::Handshake if self.state == RcvState::LastAck => {
+                if self.hs_timer.is_none_or(|t| t > now) {
+                    return;
+                }
+                // Our FIN or its ACK was lost: send it again, backing off (RFC 6298 §5.5).
+                let rto = (self.hs_rtt.rto() * 2).min(crate::tcp::rtt::RTO_MAX);
+                self.hs_rtt.set_rto(rto);
+                self.send_fin(now, out);
+            }
             TimerSlot::Handshake => {
                 if self.hs_timer.is_none_or(|t| t > now) || self.got_data {
                     return;
@@ -329,8 +352,13 @@ impl Receiver {
         if self.state == RcvState::SynReceived {
             self.state = RcvState::Established;
         }
-        if self.state != RcvState::Established {
+        // After our FIN, data can only be a retransmission whose ACK (carried by our FIN) was
+        // lost: it is answered like any duplicate, below.
+        if !matches!(self.state, RcvState::Established | RcvState::LastAck) {
             return;
+        }
+        if p.has(flags::FIN) {
+            self.fin_seen = true;
         }
         if !self.got_data {
             self.got_data = true;
@@ -418,9 +446,14 @@ impl Receiver {
             if had_ofo && self.ofo.is_empty() {
                 // RFC 5681 §4.2: ACK at once when a gap is filled.
                 self.send_ack(now, out);
-                return;
+            } else {
+                self.ack_check(now, out);
             }
-            self.ack_check(now, out);
+            // A client application reads the end of the file and closes at once; a PEP
+            // closes when the connection on its other side does (`close`, from the relay).
+            if self.relay_limit.is_none() {
+                self.close(now, out);
+            }
             return;
         }
         // Out of order. Linux flushes held (compressed) ACKs before this segment would push
@@ -431,6 +464,33 @@ impl Receiver {
         }
         self.insert_ofo(seq, end);
         self.ack_check(now, out);
+    }
+
+    /// The whole file and the sender's FIN are in.
+    pub fn at_eof(&self) -> bool {
+        self.fin_seen && self.file_size().is_some_and(|size| self.rcv_nxt >= size)
+    }
+
+    /// The application closes after reading the end of the file: FIN|ACK, which carries
+    /// the ACK a delayed-ACK timer may still hold (Linux `tcp_send_fin`), then LAST-ACK with
+    /// the FIN retransmitted on a timeout until acknowledged. No-op before the end of file.
+    pub fn close(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        if self.state != RcvState::Established || !self.at_eof() {
+            return;
+        }
+        self.state = RcvState::LastAck;
+        self.send_fin(now, out);
+    }
+
+    fn send_fin(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        let mut p = self.control(now, PacketKind::Fin);
+        p.ack = self.rcv_nxt;
+        p.wnd = self.window();
+        self.rcv_wup = self.rcv_nxt;
+        self.ack_timer = None;
+        self.compressed_ack = 0;
+        out.push(p);
+        self.hs_timer = Some(now + self.hs_rtt.rto());
     }
 
     /// Linux `tcp_data_ecn_check` (with DCTCP's `dctcp_ece_ack_update` for `EcnEcho::Dctcp`).
@@ -629,6 +689,7 @@ impl Receiver {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tcp::rtt::RTO_INIT;
 
     fn rx(delayed: bool) -> Receiver {
         let mut r = Receiver::new(
@@ -876,5 +937,117 @@ mod tests {
             1,
             "a CWR segment is ACKed at once (tcp_ecn_accept_cwr)"
         );
+    }
+
+    // --- teardown (file downloads) ---------------------------------------------------
+
+    /// A file client (2000 B file) that is receiving data, in delayed-ACK mode.
+    fn file_client() -> Receiver {
+        let mut r = rx(true);
+        r.cfg.app = AppConfig::File { size_bytes: 2000 };
+        r
+    }
+
+    fn last(seq: u64) -> Packet {
+        let mut p = seg(seq);
+        p.flags |= flags::FIN;
+        p
+    }
+
+    #[test]
+    fn established_client_closes_when_the_last_byte_and_fin_are_in() {
+        let mut r = file_client();
+        let mut out = vec![];
+        (r.got_data, r.quick) = (true, 0); // past quick-ACK mode
+        r.on_data(SimTime(0), &seg(0), &mut out);
+        assert!(out.is_empty(), "delayed");
+        r.on_data(SimTime(10), &last(1000), &mut out);
+        // Two segments unacknowledged: ACK now (__tcp_ack_snd_check), then the application
+        // reads EOF and closes: FIN|ACK.
+        let kinds: Vec<(PacketKind, u64)> = out.iter().map(|p| (p.kind, p.ack)).collect();
+        assert_eq!(kinds, [(PacketKind::Ack, 2000), (PacketKind::Fin, 2000)]);
+        assert_eq!(r.state, RcvState::LastAck);
+        assert_eq!(r.completion, Some(SimTime(10)));
+        assert_eq!(r.hs_timer, Some(SimTime(10) + RTO_INIT));
+        out.clear();
+        r.on_packet(
+            SimTime(20),
+            &Packet {
+                kind: PacketKind::Ack,
+                ..Default::default()
+            },
+            &mut out,
+        );
+        assert_eq!(
+            (r.state, r.closed_at, r.hs_timer),
+            (RcvState::Done, Some(SimTime(20)), None)
+        );
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn established_fin_carries_the_ack_a_delayed_ack_timer_held() {
+        let mut r = file_client();
+        let mut out = vec![];
+        r.on_data(SimTime(0), &seg(0), &mut out);
+        assert_eq!(out.len(), 1, "quick-ACK mode at the start");
+        r.quick = 0;
+        out.clear();
+        r.on_data(SimTime(10), &last(1000), &mut out);
+        assert_eq!(
+            out.len(),
+            1,
+            "one segment pending: no pure ACK, the FIN acknowledges it"
+        );
+        assert_eq!((out[0].kind, out[0].ack), (PacketKind::Fin, 2000));
+        assert_eq!(r.ack_timer, None);
+    }
+
+    #[test]
+    fn established_without_the_servers_fin_the_client_does_not_close() {
+        // ns-2 agents send no FIN: the download completes, the connection stays open.
+        let mut r = file_client();
+        let mut out = vec![];
+        r.on_data(SimTime(0), &seg(0), &mut out);
+        r.on_data(SimTime(1), &seg(1000), &mut out);
+        assert_eq!(r.completion, Some(SimTime(1)));
+        assert!(out.iter().all(|p| p.kind == PacketKind::Ack));
+        assert_eq!(r.state, RcvState::Established);
+    }
+
+    #[test]
+    fn established_relay_receiver_waits_for_the_other_side_to_close() {
+        let mut r = file_client();
+        r.relay_limit = Some(1 << 20);
+        let mut out = vec![];
+        r.on_data(SimTime(0), &seg(0), &mut out);
+        r.on_data(SimTime(1), &last(1000), &mut out);
+        assert!(out.iter().all(|p| p.kind == PacketKind::Ack));
+        assert!(r.at_eof());
+        out.clear();
+        r.close(SimTime(5), &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!((out[0].kind, out[0].ack), (PacketKind::Fin, 2000));
+        assert_eq!(r.state, RcvState::LastAck);
+    }
+
+    #[test]
+    fn last_ack_fin_is_sent_again_with_a_doubled_timeout_until_acknowledged() {
+        let mut r = file_client();
+        let mut out = vec![];
+        r.on_data(SimTime(0), &seg(0), &mut out);
+        r.on_data(SimTime(0), &last(1000), &mut out);
+        out.clear();
+        let t1 = SimTime(0) + RTO_INIT;
+        r.on_timer(t1, TimerSlot::Handshake, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!((out[0].kind, out[0].ack), (PacketKind::Fin, 2000));
+        assert_eq!(r.hs_timer, Some(t1 + RTO_INIT * 2), "RFC 6298 §5.5 backoff");
+        // A retransmitted data segment (its ACK was lost) is answered with a duplicate ACK.
+        out.clear();
+        r.on_data(t1 + SimDuration::from_ms(1), &last(1000), &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!((out[0].kind, out[0].ack), (PacketKind::Ack, 2000));
+        assert_eq!(r.state, RcvState::LastAck);
     }
 }

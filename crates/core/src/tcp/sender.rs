@@ -163,6 +163,11 @@ pub struct Sender {
     pub(crate) dupthresh_scan: u64,
     /// Reused buffer for per-ACK segment lists (no allocation per ACK).
     pub(crate) scratch_segs: Vec<(u64, SimTime, u8, crate::tcp::rate::TxStamp, u32)>,
+    /// Teardown of a file transfer (RFC 793 §3.5, the server closing first): when the FIN
+    /// that rode on the last byte was acknowledged (FIN-WAIT-2), and when the peer's FIN
+    /// arrived (TIME-WAIT).
+    pub fin_acked_at: Option<SimTime>,
+    pub peer_fin_at: Option<SimTime>,
     pub stats: SenderStats,
 }
 
@@ -221,6 +226,8 @@ impl Sender {
             data_segs_out: 0,
             dupthresh_scan: 0,
             scratch_segs: Vec::new(),
+            fin_acked_at: None,
+            peer_fin_at: None,
             stats: SenderStats::default(),
         }
     }
@@ -330,6 +337,11 @@ impl Sender {
         if retrans {
             p.flags |= packet::flags::RETRANS;
         }
+        // A file server closes once it has written the file: the FIN rides on the last
+        // segment, and on its retransmissions.
+        if matches!(self.cfg.app, AppConfig::File { .. }) && seq + len as u64 == self.app_total {
+            p.flags |= packet::flags::FIN;
+        }
         // Linux tcp_ecn_send: new data is ECT and carries a queued CWR; retransmissions are
         // not ECT unless the algorithm needs ECN (RFC 3168 §6.1.5).
         if self.cfg.ecn {
@@ -346,7 +358,7 @@ impl Sender {
         p
     }
 
-    fn control_packet(&self, now: SimTime, kind: PacketKind) -> Packet {
+    pub(crate) fn control_packet(&self, now: SimTime, kind: PacketKind) -> Packet {
         let mut p = self.header(kind, now);
         let ts = if self.cfg.timestamps {
             packet::TS_OPTION_BYTES
@@ -801,5 +813,126 @@ impl Sender {
         self.stats.rtt.record(r.ns());
         self.stats.iv_rtt_sum_ns += r.ns() as u128;
         self.stats.iv_rtt_n += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::SimRng;
+    use std::collections::BTreeMap;
+
+    /// A Linux Reno file server (3 segments of 1000 B) that got the client's SYN and
+    /// request at t = 0 and 100 ms and sent the whole file (IW 10 covers it).
+    fn file_server_sent_all() -> (Sender, Vec<Packet>) {
+        let init = crate::cc::FlowInit {
+            mss: 1000,
+            initial_window: 10,
+        };
+        let cc = crate::cc::build(
+            "reno",
+            &BTreeMap::new(),
+            &init,
+            &mut SimRng::substream(1, "test"),
+        )
+        .unwrap();
+        let cfg = SenderConfig {
+            mss: 1000,
+            sack: true,
+            dsack: true,
+            timestamps: true,
+            initial_window: 10,
+            frto: true,
+            rack: true,
+            tlp: true,
+            pacing: false,
+            slow_start_after_idle: true,
+            app: AppConfig::File { size_bytes: 3000 },
+            relay: false,
+            ecn: false,
+            ecn_always_ect: false,
+            prr: true,
+            fack: false,
+        };
+        let mut s = Sender::new(0, cfg, cc);
+        let mut out = vec![];
+        let syn = Packet {
+            kind: PacketKind::Syn,
+            ..Default::default()
+        };
+        s.on_packet(SimTime::ZERO, &syn, &mut out);
+        let request = Packet {
+            kind: PacketKind::Request,
+            wnd: 65_535,
+            ..Default::default()
+        };
+        out.clear();
+        s.on_packet(ms(100), &request, &mut out);
+        (s, out)
+    }
+
+    fn ms(v: u64) -> SimTime {
+        SimTime::ZERO + SimDuration::from_ms(v)
+    }
+
+    fn from_client(kind: PacketKind, ack: u64) -> Packet {
+        Packet {
+            kind,
+            ack,
+            wnd: 65_535,
+            ts_val: 5,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn established_file_server_puts_fin_on_the_last_segment_only() {
+        let (_, out) = file_server_sent_all();
+        let fins: Vec<bool> = out.iter().map(|p| p.has(packet::flags::FIN)).collect();
+        assert_eq!(
+            out.iter().map(|p| p.seq).collect::<Vec<_>>(),
+            [0, 1000, 2000]
+        );
+        assert_eq!(fins, [false, false, true]);
+    }
+
+    #[test]
+    fn established_fin_is_acknowledged_with_the_last_byte() {
+        let (mut s, _) = file_server_sent_all();
+        let mut out = vec![];
+        s.on_packet(ms(200), &from_client(PacketKind::Ack, 2000), &mut out);
+        assert_eq!(s.fin_acked_at, None, "one segment (and the FIN) still out");
+        s.on_packet(ms(201), &from_client(PacketKind::Ack, 3000), &mut out);
+        assert_eq!(s.fin_acked_at, Some(ms(201)));
+    }
+
+    #[test]
+    fn fin_wait_peer_fin_carrying_the_last_ack_is_acknowledged_each_time_it_comes() {
+        let (mut s, _) = file_server_sent_all();
+        let mut out = vec![];
+        // The client's FIN|ACK acknowledges everything at once (its pure ACK was lost).
+        s.on_packet(ms(300), &from_client(PacketKind::Fin, 3000), &mut out);
+        assert_eq!(s.fin_acked_at, Some(ms(300)));
+        assert_eq!(s.peer_fin_at, Some(ms(300)));
+        assert_eq!(out.len(), 1);
+        assert_eq!((out[0].kind, out[0].ts_ecr), (PacketKind::Ack, 5));
+        // Our ACK was lost and the FIN comes again: TIME-WAIT answers it again.
+        out.clear();
+        s.on_packet(ms(900), &from_client(PacketKind::Fin, 3000), &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].kind, PacketKind::Ack);
+        assert_eq!(s.peer_fin_at, Some(ms(300)));
+    }
+
+    #[test]
+    fn established_premature_fin_is_not_acknowledged() {
+        // A FIN that does not acknowledge the whole file cannot come from our client (it
+        // closes only after reading everything): it is taken as an ACK and nothing more.
+        let (mut s, _) = file_server_sent_all();
+        let mut out = vec![];
+        s.on_packet(ms(300), &from_client(PacketKind::Fin, 1000), &mut out);
+        assert_eq!(s.snd_una, 1000);
+        assert!(out.iter().all(|p| p.kind != PacketKind::Ack));
+        assert_eq!(s.peer_fin_at, None);
     }
 }
