@@ -198,7 +198,7 @@ def bars_figure(spec: PlotSpec, runs: pd.DataFrame) -> Figure:
             ax.bar(pos, means, width=width, yerr=errs, capsize=2, label=str(label))
         ax.set_xticks(
             range(len(xs)),
-            [f"{v:g}" if isinstance(v, float) else str(v) for v in xs],
+            [axes.format_x(v, digits=3) for v in xs],
             rotation=45,
             fontsize=7,
         )
@@ -213,31 +213,63 @@ def bars_figure(spec: PlotSpec, runs: pd.DataFrame) -> Figure:
     return fig
 
 
-def chosen_runs(runs: pd.DataFrame, max_runs: int = 8) -> pd.DataFrame:
+def chosen_runs(runs: pd.DataFrame, max_per_variant: int = 8) -> pd.DataFrame:
     """Representative runs for time series: per (variant, line value), the lowest seed at the
-    median value of the x parameter."""
+    median value of the x parameter; at most `max_per_variant` lines per variant."""
     df, axes = study_axes(runs)
     df[LINE] = line_labels(df, axes.lines)
     if axes.x is not None:
         xs = sorted(df[axes.x].dropna().unique())
         df = df[df[axes.x] == xs[len(xs) // 2]]
     chosen = df.sort_values("seed").groupby(["variant", LINE], dropna=False).head(1)
-    return chosen.head(max_runs)
+    # Lines in label order, as in the metric figures, so an algorithm keeps its colour.
+    chosen = chosen.sort_values(["variant", LINE], na_position="first")
+    return chosen.groupby("variant", dropna=False, sort=False).head(max_per_variant)
+
+
+#: Variants shown side by side in a time-series figure.
+_MAX_SERIES_PANELS: Final = 4
+#: A time series whose peak exceeds this multiple of its 99th percentile (Hybla's slow
+#: start can open cwnd to 65,000 segments in one ACK) has its y axis cut at the percentile.
+_PEAK_OVER_P99: Final = 5.0
+
+
+def _clip_peaks(ax: Axes, values: list[float]) -> None:
+    """Keep the bulk of a time series readable when a short spike dwarfs it; the cut is
+    stated in the panel."""
+    finite = sorted(v for v in values if v == v)
+    if not finite:
+        return
+    p99, peak = finite[int(0.99 * (len(finite) - 1))], finite[-1]
+    if p99 > 0 and peak > _PEAK_OVER_P99 * p99:
+        ax.set_ylim(0, 1.25 * p99)
+        ax.text(
+            0.01, 0.98, f"peak {peak:.4g} off scale", transform=ax.transAxes, fontsize=7, va="top"
+        )
 
 
 def series_figure(spec: PlotSpec, runs: pd.DataFrame, store: Store) -> Figure:
+    """One panel per variant (their rates and RTTs differ too much to share axes), one line
+    per algorithm/setting: the first flow of a representative run."""
     chosen = chosen_runs(runs)
-    fig, axs = _fig(1, spec.title)
-    ax = axs[0]
-    for _, r in chosen.iterrows():
-        s = store.series(str(r["scenario_hash"]), int(r["seed"]))
-        s = s[s["flow"] == s["flow"].min()]
-        label = " ".join(str(v) for v in (r["variant"], r[LINE]) if v and v != "all")
-        ax.plot(s["t_s"], s[spec.column] * spec.scale, lw=1, label=label or "run")
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel(spec.ylabel)
-    ax.grid(alpha=0.3)
-    _legend(ax)
+    variants = _panels(chosen)[:_MAX_SERIES_PANELS]
+    n_lines = int(chosen.groupby("variant", dropna=False).size().max())
+    fig, axs = _fig(len(variants), spec.title, n_lines)
+    for ax, variant in zip(axs, variants, strict=True):
+        plotted: list[float] = []
+        for _, r in chosen[chosen["variant"].fillna("") == variant].iterrows():
+            s = store.series(str(r["scenario_hash"]), int(r["seed"]))
+            s = s[s["flow"] == s["flow"].min()]
+            label = str(r[LINE]) if r[LINE] and r[LINE] != "all" else "run"
+            ys = s[spec.column] * spec.scale
+            ax.plot(s["t_s"], ys, lw=1, label=label)
+            plotted += ys.astype(float).tolist()
+        _clip_peaks(ax, plotted)
+        ax.set_xlabel("time (s)")
+        ax.set_ylabel(spec.ylabel)
+        ax.set_title(variant)
+        ax.grid(alpha=0.3)
+        _legend(ax)
     fig.tight_layout()
     return fig
 
@@ -312,8 +344,10 @@ def available(runs: pd.DataFrame) -> Sequence[str]:
     """Plots that make sense for this study."""
     x = axes_of(runs).x
     multi = bool((runs["n_flows"] > 1).any()) if "n_flows" in runs else False
+    # Shares and Jain's index say nothing about one flow alone (its index is always 1).
+    per_flows = ("shares", "fairness")
     return [
         n
         for n, p in PLOTS.items()
-        if (p.kind != "metric" or x is not None) and (p.kind != "shares" or multi)
+        if (p.kind != "metric" or x is not None) and (multi or n not in per_flows)
     ]
