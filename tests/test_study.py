@@ -391,3 +391,21 @@ def test_shares_plot_splits_each_interval_among_the_flows(tmp_path: Path) -> Non
     t = np.asarray(flows[1].get_xdata(), float)
     late = np.asarray(flows[1].get_ydata(), float)[t <= 5.0]
     assert np.nan_to_num(late).max() == 0.0
+
+
+def test_summary_names_swept_keys_by_the_shortest_unambiguous_suffix() -> None:
+    from tcplab.cli_study import short_names
+
+    keys = ["variant", "flows.0.pep.cca", "path.pep", "path.segments.1.per", "flows.0.cca"]
+    assert short_names(keys) == {
+        "variant": "variant",
+        "flows.0.pep.cca": "pep.cca",
+        "path.pep": "pep",
+        "path.segments.1.per": "per",
+        "flows.0.cca": "flows.0.cca",
+    }
+    assert short_names(["flows.0.cca", "flows.1.cca", "path.segments.1.rate"]) == {
+        "flows.0.cca": "flows.0.cca",
+        "flows.1.cca": "flows.1.cca",
+        "path.segments.1.rate": "rate",
+    }

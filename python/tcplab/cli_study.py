@@ -88,6 +88,24 @@ def _scaled(study: Study, args: argparse.Namespace) -> Study:
     return study_from_dict(raw, default_name=study.name, text=study.text, base_dir=study.base_dir)
 
 
+def short_names(keys: list[str]) -> dict[str, str]:
+    """The shortest dotted suffix of each swept key that tells it from the others: "rate"
+    for path.segments.1.rate; "pep.cca" and "flows.0.cca" for flows.0.pep.cca beside
+    flows.0.cca."""
+    parts = {k: k.split(".") for k in keys}
+    depth = dict.fromkeys(keys, 1)
+    while True:
+        names = {k: ".".join(parts[k][-depth[k] :]) for k in keys}
+        clash = [k for k in keys if list(names.values()).count(names[k]) > 1]
+        grow = [k for k in clash if depth[k] < len(parts[k])]
+        if not grow:
+            return names
+        for k in grow:
+            depth[k] += 1
+            if parts[k][-depth[k]].isdigit() and depth[k] < len(parts[k]):
+                depth[k] += 1  # "flows.0.cca", not "0.cca"
+
+
 def _print_summary(console: Console, study: Study, store: Store, summary: SweepSummary) -> None:
     status = "interrupted — rerun the same command to resume" if summary.interrupted else "done"
     console.print(
@@ -103,9 +121,13 @@ def _print_summary(console: Console, study: Study, store: Store, summary: SweepS
     # Columns: the algorithm (the first line key); rows: variant, the other line keys, x.
     column = axes.lines[0] if axes.lines else None
     row_keys = ["variant", *axes.lines[1:], *([axes.x] if axes.x else [])]
-    table = Table(title=f"{study.name}: goodput Mbit/s (mean over repetitions) / mean RTT ms")
+    names = short_names([*row_keys, *([column] if column else [])])
+    columns_are = f"; columns: {names[column]}" if column else ""
+    table = Table(
+        title=f"{study.name}: goodput Mbit/s (mean over repetitions) / mean RTT ms{columns_are}"
+    )
     for k in row_keys:
-        table.add_column(k.rsplit(".", 1)[-1])  # "rate" for path.segments.1.rate
+        table.add_column(names[k])
     columns = sorted(agg[column].dropna().unique()) if column else [None]
     for value in columns:
         table.add_column(str(value) if value is not None else "all", justify="right")
