@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -30,6 +31,7 @@ from tcplab.realstack.errors import MissingFeature
 from tcplab.realstack.iperf import Sample, client_argv, receiver_samples
 from tcplab.realstack.kernel_tcp import kernel_tcp
 from tcplab.realstack.options import EmulateOptions
+from tcplab.realstack.pep_report import PepRun
 from tcplab.realstack.plan import Plan, plan_topology
 from tcplab.result import RunResult
 from tcplab.runner import run_scenario
@@ -46,7 +48,11 @@ MS = 1_000_000
 def recorded(name: str) -> tuple[dict[str, Any], Plan, list[FlowRun], dict[str, Any]]:
     data = json.loads((FIXTURES / f"{name}.json").read_text())
     plan = plan_topology(data["normalized"], "1x0")
-    runs = [FlowRun(f, c) for f, c in zip(plan.flows, data["clients"], strict=True)]
+    peps = data.get("peps") or [[] for _ in plan.flows]
+    runs = [
+        FlowRun(f, c, tuple(PepRun(p["node"], p["report"]) for p in flow_peps))
+        for f, c, flow_peps in zip(plan.flows, data["clients"], peps, strict=True)
+    ]
     return data["normalized"], plan, runs, data["emu"]
 
 
@@ -350,6 +356,81 @@ def test_cbr_flow_reports_datagrams_and_loss() -> None:
 
 
 # ---------------------------------------------------------------------------------------
+# tcplab-pep reports → PEP legs (recorded fixture "pep-distributed", pure). Its path:
+# internet 100 Mbit/s 10 ms, satellite 10 Mbit/s 100 ms, access 100 Mbit/s 5 ms, 3 s;
+# flow 0 bulk (cubic, bbr over the satellite), flow 1 a 500 kB download (reno, cubic);
+# PEP buffers 1 MiB. The numbers below are read off the fixture's reports by hand.
+# ---------------------------------------------------------------------------------------
+
+
+def test_bulk_pep_legs_are_counted_until_the_last_pep_saw_the_flows_bytes_acknowledged() -> None:
+    result = converted("pep-distributed")
+    bulk = result.flows[0]
+    assert bulk.bytes_delivered == 883_280  # iperf3's receiver within the 3 s run
+    assert [(leg.src, leg.dst, leg.cca) for leg in bulk.legs] == [
+        ("server", "pep1", "cubic"),
+        ("pep1", "pep2", "bbr"),
+        ("pep2", "client", "cubic"),
+    ]
+    # pep2's sending socket had 834,086 then 923,862 bytes acknowledged at its samples 29
+    # and 30 (t = 3839103415750 and 3839203835554 ns): 883,280 in between. The first samples
+    # after that: pep1's sample 31 (its receiving socket: 5,964,293 bytes; its sending
+    # socket: 94 retransmissions) and pep2's sample 30 (932,549 bytes received, 1
+    # retransmission).
+    assert [leg.bytes_delivered for leg in bulk.legs] == [5_964_293, 932_549, 883_280]
+    for leg in bulk.legs:
+        assert leg.bytes_delivered is not None
+        assert leg.goodput_bps == pytest.approx(8 * leg.bytes_delivered / 3.0)
+    assert [leg.retransmits for leg in bulk.legs] == [185, 94, 1]  # 185: iperf3's sender
+    # RTTs: in all of pep1's 31 samples up to then its sending socket had data in flight or
+    # got some acknowledged (200.156 ms at the start, 441.238 ms at most); pep2's in 21 of
+    # its 30 (10.234 to 17.027 ms).
+    satellite, access = bulk.legs[1].rtt, bulk.legs[2].rtt
+    assert (satellite.count, satellite.min_ns, satellite.max_ns) == (31, 200_156_000, 441_238_000)
+    assert (access.count, access.min_ns, access.max_ns) == (21, 10_234_000, 17_027_000)
+    assert bulk.legs[0].rtt == bulk.rtt  # the iperf3 client's own
+    assert [(b.node, b.max_bytes, b.limit_bytes) for b in bulk.pep_buffer] == [
+        ("pep1", 1_048_576, 1_048_576),
+        ("pep2", 66_608, 1_048_576),
+    ]
+    assert bulk.pep_buffer[0].mean_bytes == pytest.approx(919_446.34, abs=0.01)
+    assert bulk.pep_buffer[1].mean_bytes == pytest.approx(1_841.44, abs=0.01)
+
+
+def test_download_pep_legs_end_when_their_receiver_has_the_file() -> None:
+    download = converted("pep-distributed").flows[1]
+    completion_ns = 1_406_814_205  # iperf3's receiver had the 500 kB then
+    assert download.completion_ns == completion_ns
+    assert [(leg.src, leg.dst, leg.cca) for leg in download.legs] == [
+        ("server", "pep1", "reno"),
+        ("pep1", "pep2", "cubic"),
+        ("pep2", "client", "reno"),
+    ]
+    assert [leg.bytes_delivered for leg in download.legs] == [500_000] * 3
+    # The flow's 500,000 bytes acknowledged at pep2 (samples 13/14: 448,918 and 508,286
+    # bytes) place the flow's time 0; pep1 received them between its samples 3 and 4
+    # (101,397 and 553,173 bytes), pep2 between its samples 13 and 14 (448,917, 515,525).
+    acked = 3837502733384 + (500_000 - 448_918) / (508_286 - 448_918) * 100_532_417
+    zero = acked - completion_ns
+    into_pep1 = 3836362009736 + (500_000 - 101_397) / (553_173 - 101_397) * 99_876_812
+    into_pep2 = 3837502733384 + (500_000 - 448_917) / (515_525 - 448_917) * 100_532_417
+    expected = [into_pep1 - zero, into_pep2 - zero, completion_ns]
+    for leg, span_ns in zip(download.legs, expected, strict=True):
+        assert leg.goodput_bps == pytest.approx(8 * 500_000 * 1e9 / span_ns, rel=1e-6)
+    assert download.legs[2].goodput_bps == pytest.approx(download.goodput_bps)
+    # Counted until then: no retransmission yet on either PEP's sending socket.
+    assert [leg.retransmits for leg in download.legs] == [235, 0, 0]
+
+
+def test_a_pep_that_relayed_nothing_leaves_the_flow_without_legs() -> None:
+    normalized, plan, runs, emu = recorded("pep-distributed")
+    empty = replace(runs[0], peps=(runs[0].peps[0], PepRun("pep2", {"conns": []})))
+    data = result_json(normalized, [empty, runs[1]], emu, plan.interval_ns, "test")
+    assert "legs" not in data["flows"][0] and "pep_buffer" not in data["flows"][0]
+    assert len(data["flows"][1]["legs"]) == 3
+
+
+# ---------------------------------------------------------------------------------------
 # On the machine (root, TUN, iperf3, tcplab-emu): each test skips with the reason
 # ---------------------------------------------------------------------------------------
 
@@ -494,3 +575,18 @@ def test_gateway_pep_relays_a_flow_over_the_satellite(
     (f,) = result.flows
     assert f.goodput_bps > 2e6  # a 10 Mbit/s satellite leg with BBR on it
     assert f.rtt.min_ns is not None and f.rtt.min_ns < 100 * MS  # the server's leg ends at PEP1
+    # The PEP's report splits the flow: the server's leg (the flow's own algorithm) and
+    # PEP1's over the satellite (BBR, read back from its socket), whose RTT is at least the
+    # satellite's and the LAN's 2 x 251 ms.
+    assert [(leg.src, leg.dst, leg.cca) for leg in f.legs] == [
+        ("server", "pep1", "cubic"),
+        ("pep1", "client", "bbr"),
+    ]
+    for leg in f.legs:  # each leg delivered at least what reached the client
+        assert leg.bytes_delivered is not None and leg.bytes_delivered >= f.bytes_delivered
+    satellite = f.legs[1].rtt
+    assert satellite.count > 0 and satellite.min_ns is not None and satellite.min_ns >= 502 * MS
+    (buffer,) = f.pep_buffer
+    assert (buffer.node, buffer.limit_bytes) == ("pep1", 1 << 20)
+    assert buffer.max_bytes is not None and 0 < buffer.max_bytes <= 1 << 20
+    assert buffer.mean_bytes is not None and 0 <= buffer.mean_bytes <= buffer.max_bytes

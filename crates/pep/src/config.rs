@@ -7,6 +7,7 @@
 //! mistake is one line (`error: ...`) and exit code 2, like the rest of tcplab.
 
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::log::Level;
@@ -50,6 +51,9 @@ pub struct Config {
     /// Period of the `stats` log line (None: off).
     pub stats_interval: Option<Duration>,
     pub connect_timeout: Duration,
+    /// Where to write the per-connection report (JSON) at exit (None: no report, no
+    /// sampling).
+    pub report: Option<PathBuf>,
 }
 
 /// What the command line asks for.
@@ -82,6 +86,8 @@ TCP connection with its own congestion control and bounded buffers.
   --connect-timeout SECS   upstream connect timeout (default 30)
   --stats ADDR:PORT        serve one JSON line of statistics per TCP connection
   --stats-interval SECS    log a stats line every SECS seconds
+  --report FILE            at exit, write one JSON record per connection (bytes, relay
+                           buffer occupancy, TCP_INFO of both sockets, 100 ms samples)
   --log-level LEVEL        error, warn, info (default) or debug; logs go to stderr
   --check                  report IP_TRANSPARENT/TPROXY support and exit (0 = usable)
   --help, --version
@@ -153,6 +159,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, String>
     let mut stats_addr = None;
     let mut stats_interval = None;
     let mut connect_timeout = DEFAULT_CONNECT_TIMEOUT;
+    let mut report = None;
     let mut check = false;
 
     let mut it = args.into_iter();
@@ -175,6 +182,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, String>
                 | "--stats"
                 | "--stats-interval"
                 | "--connect-timeout"
+                | "--report"
         );
         let value = if takes_value {
             match inline {
@@ -217,6 +225,12 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, String>
             "--stats" => stats_addr = Some(parse_socket_addr("--stats", &value)?),
             "--stats-interval" => stats_interval = Some(parse_secs("--stats-interval", &value)?),
             "--connect-timeout" => connect_timeout = parse_secs("--connect-timeout", &value)?,
+            "--report" => {
+                if value.is_empty() {
+                    return Err("--report: expected a file name".into());
+                }
+                report = Some(PathBuf::from(value));
+            }
             "--check" => check = true,
             "-h" | "--help" => return Ok(Command::Help),
             "-V" | "--version" => return Ok(Command::Version),
@@ -255,6 +269,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, String>
         stats_addr,
         stats_interval,
         connect_timeout,
+        report,
     })))
 }
 
@@ -299,6 +314,21 @@ mod tests {
         assert_eq!(c.max_conns, 10);
         assert_eq!(c.mark, Some(16));
         assert_eq!(c.log_level, Level::Warn);
+        assert_eq!(c.report, None);
+    }
+
+    #[test]
+    fn parse_report_file() {
+        let c = match parse(args(
+            "--listen 127.0.0.1:1 --transparent --report /tmp/r.json",
+        ))
+        .unwrap()
+        {
+            Command::Run(c) => c,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(c.report, Some(PathBuf::from("/tmp/r.json")));
+        assert!(parse(args("--listen 127.0.0.1:1 --transparent --report=")).is_err());
     }
 
     #[test]

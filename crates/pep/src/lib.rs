@@ -9,13 +9,15 @@
 //! Modules: [`config`] (command line), [`proxy`] (listener, accept loop, connection tasks,
 //! shutdown), [`relay`] (the two-direction relay with half-close and reset propagation),
 //! [`ring`] (the bounded buffer), [`sockopt`] (TCP_CONGESTION, IP_TRANSPARENT, SO_MARK,
-//! SO_LINGER and startup probes), [`stats`] (counters and the JSON snapshot), [`log`] (logfmt
-//! lines on stderr).
+//! SO_LINGER, TCP_INFO and startup probes), [`stats`] (counters and the JSON snapshot),
+//! [`report`] (`--report`: per-connection records with kernel TCP statistics), [`log`]
+//! (logfmt lines on stderr).
 
 pub mod config;
 pub mod log;
 pub mod proxy;
 pub mod relay;
+pub mod report;
 pub mod ring;
 pub mod sockopt;
 pub mod stats;

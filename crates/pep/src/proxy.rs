@@ -9,12 +9,13 @@
 //!   connects the second leg (optionally bound to the client's address with IP_TRANSPARENT,
 //!   with SO_MARK and its own TCP_CONGESTION), then runs [`relay`] for both directions while
 //!   also watching both sockets for errors (an RST on an otherwise idle leg) and the shutdown
-//!   signal. Its end is logged with the per-connection byte counts;
+//!   signal. Its end is logged with the per-connection byte counts and, with `--report`,
+//!   recorded (the same task samples TCP_INFO every 100 ms while relaying, see [`report`]);
 //! - optional **stats** tasks: a TCP endpoint answering one JSON line per connection and a
 //!   periodic log line;
 //! - a **signal** task turns SIGTERM/SIGINT into the shutdown signal: the listener is closed,
 //!   every connection task aborts its two sockets (RST: the streams were cut short) and `run`
-//!   returns once no connection is left.
+//!   returns once no connection is left, after writing the `--report` file.
 //!
 //! No connection state is shared between tasks except atomic counters and the stats registry.
 
@@ -30,7 +31,8 @@ use tokio::sync::watch;
 
 use crate::config::{Config, Mode};
 use crate::log::{Logger, Opt};
-use crate::relay::{relay, DirCounters, Pipe, RelayError, Side};
+use crate::relay::{relay, DirCounters, DirSummary, Pipe, RelayError, Side};
+use crate::report::{self, ConnEnd, Report, Sampler};
 use crate::sockopt::{self, tcp_socket_for};
 use crate::stats::{ConnStats, Stats};
 
@@ -45,6 +47,8 @@ struct Ctx {
     log: Logger,
     stats: Stats,
     next_id: AtomicU64,
+    /// `--report`: where finished connections leave their record.
+    report: Option<Report>,
 }
 
 /// How a connection ended.
@@ -136,6 +140,9 @@ pub fn check_startup(cfg: &Config, log: &Logger) -> Result<(), String> {
             }
         }
     }
+    if let Some(path) = &cfg.report {
+        Report::check_writable(path)?;
+    }
     if cfg.mark.is_some() {
         let probe = tcp_socket_for(&cfg.listen).map_err(|e| format!("socket: {e}"))?;
         probe.set_mark(1).map_err(|e| {
@@ -207,11 +214,16 @@ pub async fn run(
         .local_addr()
         .map_err(|e| format!("--listen: {e}"))?;
 
+    let report = cfg
+        .report
+        .clone()
+        .map(|path| Report::new(path, cfg.buffer_bytes));
     let ctx = Arc::new(Ctx {
         cfg,
         log,
         stats: Stats::default(),
         next_id: AtomicU64::new(1),
+        report,
     });
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
 
@@ -282,6 +294,19 @@ pub async fn run(
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let st = &ctx.stats;
+    let mut result = Ok(());
+    if let (Some(r), Some(path)) = (&ctx.report, &ctx.cfg.report) {
+        match r.write(st.active.load(Relaxed)) {
+            Ok(()) => ctx
+                .log
+                .always("report_written", &[("path", &path.display())]),
+            Err(e) => {
+                ctx.log
+                    .error("report_failed", &[("path", &path.display()), ("err", &e)]);
+                result = Err(format!("--report = {:?}: {e}", path.display()));
+            }
+        }
+    }
     ctx.log.always(
         "exit",
         &[
@@ -297,7 +322,7 @@ pub async fn run(
             ("bytes_down", &st.bytes_down.load(Relaxed)),
         ],
     );
-    Ok(())
+    result
 }
 
 async fn accept_loop(listener: &TcpListener, ctx: &Arc<Ctx>, mut shutdown: watch::Receiver<bool>) {
@@ -424,6 +449,7 @@ async fn handle_conn(
 ) {
     let cfg = &ctx.cfg;
     let started = Instant::now();
+    let accepted_mono_ns = ctx.report.as_ref().map_or(0, |_| report::mono_ns());
     let upstream = match &cfg.mode {
         Mode::Explicit { addr, .. } => *addr,
         // TPROXY (and AnyIP routing) keep the original destination as the local address.
@@ -454,14 +480,34 @@ async fn handle_conn(
         set_string(&conn.cca_downstream, name);
     }
 
+    // Records a connection that ended (both sockets still open) when reporting.
+    let record = |outcome: &Outcome, server, dirs, sampler| {
+        if let Some(r) = &ctx.report {
+            r.push(report::conn_record(&ConnEnd {
+                conn: &conn,
+                outcome: outcome.as_str(),
+                error: outcome.error(),
+                accepted_mono_ns,
+                client: &client,
+                server,
+                dirs,
+                sampler,
+            }));
+        }
+    };
     let outcome = if matches!(cfg.mode, Mode::Transparent { .. })
         && upstream.port() == cfg.listen.port()
         && sockopt::is_local_address(upstream.ip())
     {
-        Outcome::UpstreamFailed(format!("{upstream} is the proxy itself (a loop)"))
+        let outcome = Outcome::UpstreamFailed(format!("{upstream} is the proxy itself (a loop)"));
+        record(&outcome, None, Default::default(), None);
+        outcome
     } else {
         match connect_upstream(cfg, &client, peer, upstream, &mut shutdown).await {
-            Err(outcome) => outcome,
+            Err(outcome) => {
+                record(&outcome, None, Default::default(), None);
+                outcome
+            }
             Ok(server) => {
                 if let Ok(name) = sockopt::get_cca(SockRef::from(&server)) {
                     set_string(&conn.cca_upstream, name);
@@ -478,7 +524,23 @@ async fn handle_conn(
                         ("upstream_local", &Opt(&server.local_addr().ok())),
                     ],
                 );
-                let outcome = relay_conn(&client, &server, &conn, ctx, &mut shutdown).await;
+                let mut sampler = ctx.report.as_ref().map(|_| Sampler::new(accepted_mono_ns));
+                let (outcome, dirs) = relay_conn(
+                    &client,
+                    &server,
+                    &conn,
+                    ctx,
+                    &mut shutdown,
+                    sampler.as_mut(),
+                )
+                .await;
+                if let Some(sampler) = sampler.as_mut() {
+                    if matches!(outcome, Outcome::Closed) {
+                        report::settle(&client, &server, &mut shutdown).await;
+                    }
+                    sampler.sample(&conn, &client, &server);
+                }
+                record(&outcome, Some(&server), dirs, sampler.as_ref());
                 if !matches!(outcome, Outcome::Closed) {
                     sockopt::set_abortive_close(SockRef::from(&server));
                 }
@@ -526,14 +588,17 @@ async fn handle_conn(
 }
 
 /// Relays until both FINs are forwarded, a socket fails, an idle socket reports an error
-/// (e.g. an RST after its FIN) or shutdown is signalled.
+/// (e.g. an RST after its FIN) or shutdown is signalled; meanwhile `sampler` (with
+/// `--report`) takes its samples. Returns how it ended and what each direction
+/// (client→server, server→client) moved.
 async fn relay_conn(
     client: &TcpStream,
     server: &TcpStream,
     conn: &ConnStats,
     ctx: &Ctx,
     shutdown: &mut watch::Receiver<bool>,
-) -> Outcome {
+    sampler: Option<&mut Sampler>,
+) -> (Outcome, (DirSummary, DirSummary)) {
     let buf = ctx.cfg.buffer_bytes;
     let mut up = Pipe::new(
         Side::Client,
@@ -564,7 +629,13 @@ async fn relay_conn(
             Side::Server => Outcome::ResetByServer(text),
         }
     };
-    tokio::select! {
+    let sampling = async {
+        match sampler {
+            Some(s) => s.run(conn, client, server).await,
+            None => std::future::pending().await,
+        }
+    };
+    let outcome = tokio::select! {
         r = relay(client, server, &mut up, &mut down) => match r {
             Ok(()) => Outcome::Closed,
             Err(e) => from_error(e),
@@ -576,7 +647,9 @@ async fn relay_conn(
             Outcome::ResetByServer(socket_error(server, "server socket error"))
         }
         _ = shutdown.wait_for(|v| *v) => Outcome::Shutdown,
-    }
+        never = sampling => match never {},
+    };
+    (outcome, (up.summary(), down.summary()))
 }
 
 /// IPv4-mapped IPv6 addresses (from a dual-stack listener) as plain IPv4.

@@ -79,6 +79,21 @@ pub struct Pipe<'a> {
     src: Side,
     dst: Side,
     counters: DirCounters<'a>,
+    /// Plain fields, owned by the connection task: the per-byte path stays free of atomics
+    /// for the report's figures.
+    bytes_read: u64,
+    peak_buffered_bytes: usize,
+}
+
+/// What one direction did, for `--report`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DirSummary {
+    /// Bytes read from the source socket.
+    pub bytes_read: u64,
+    /// Bytes written to the destination socket.
+    pub bytes_written: u64,
+    /// Most bytes the ring held at once (≤ `--buffer`).
+    pub peak_buffered_bytes: u64,
 }
 
 impl<'a> Pipe<'a> {
@@ -90,6 +105,17 @@ impl<'a> Pipe<'a> {
             src,
             dst,
             counters,
+            bytes_read: 0,
+            peak_buffered_bytes: 0,
+        }
+    }
+
+    /// Bytes moved and the ring's high-water mark so far.
+    pub fn summary(&self) -> DirSummary {
+        DirSummary {
+            bytes_read: self.bytes_read,
+            bytes_written: self.counters.bytes.load(Relaxed),
+            peak_buffered_bytes: self.peak_buffered_bytes as u64,
         }
     }
 
@@ -122,6 +148,9 @@ impl<'a> Pipe<'a> {
                         }
                         Ok(n) => {
                             self.ring.commit(n);
+                            self.bytes_read += n as u64;
+                            self.peak_buffered_bytes =
+                                self.peak_buffered_bytes.max(self.ring.len());
                             let c = &self.counters;
                             let now = c.buffered.fetch_add(n as u64, Relaxed) + n as u64;
                             c.stats

@@ -6,12 +6,15 @@
 //! - `IP_TRANSPARENT` / `IPV6_TRANSPARENT` on the listener (TPROXY delivery) and on upstream
 //!   sockets that bind the client's address (full transparency);
 //! - `SO_MARK` on upstream sockets;
-//! - `SO_LINGER 0` to abort a connection with an RST.
+//! - `SO_LINGER 0` to abort a connection with an RST;
+//! - `TCP_INFO`, the kernel's own counters of a connection (for `--report`).
 //!
 //! The probes never send a packet: they create, configure and close unconnected sockets.
 
 use std::io;
+use std::mem::{offset_of, size_of};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::time::Duration;
 
@@ -88,6 +91,149 @@ pub fn set_transparent(sock: &Socket, addr: &SocketAddr) -> io::Result<()> {
 pub fn set_abortive_close(sock: SockRef<'_>) {
     // Failing here only means the socket is already dead; the close still happens.
     let _ = sock.set_linger(Some(Duration::ZERO));
+}
+
+/// Linux TCP states (`include/net/tcp_states.h`), as `tcpi_state` reports them.
+pub const TCP_STATES: [&str; 12] = [
+    "unknown",
+    "established",
+    "syn_sent",
+    "syn_recv",
+    "fin_wait1",
+    "fin_wait2",
+    "time_wait",
+    "close",
+    "close_wait",
+    "last_ack",
+    "listen",
+    "closing",
+];
+
+/// The kernel's counters of one TCP socket (`getsockopt(TCP_INFO)`), the fields the report
+/// uses. Times in µs and rates in bit/s as named; `*_pkts` are segments. Fields newer than
+/// the running kernel (it fills only the prefix of `struct tcp_info` it knows) are `None`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TcpInfo {
+    /// `tcpi_state`, an index into [`TCP_STATES`].
+    pub state: u8,
+    /// `tcpi_ca_state`: 0 open, 1 disorder, 2 CWR, 3 recovery, 4 loss.
+    pub ca_state: u8,
+    /// Smoothed RTT (`tcpi_rtt`).
+    pub rtt_us: u32,
+    pub rttvar_us: u32,
+    /// Windowed minimum RTT (`tcpi_min_rtt`).
+    pub min_rtt_us: u32,
+    pub rto_us: u32,
+    pub snd_mss_bytes: u32,
+    pub snd_cwnd_pkts: u32,
+    pub snd_ssthresh_pkts: u32,
+    /// Segments in flight not yet acknowledged (`tcpi_unacked`).
+    pub unacked_pkts: u32,
+    pub lost_pkts: u32,
+    /// Retransmitted segments over the connection's life (`tcpi_total_retrans`).
+    pub total_retrans: u32,
+    /// Bytes acknowledged by the peer (`tcpi_bytes_acked`; counts the SYN and FIN as one
+    /// each, as the sequence numbers do).
+    pub bytes_acked: u64,
+    /// Bytes received in order (`tcpi_bytes_received`; counts a received FIN as one).
+    pub bytes_received: u64,
+    pub segs_out: u32,
+    pub segs_in: u32,
+    pub data_segs_out: u32,
+    pub data_segs_in: u32,
+    /// `tcpi_delivery_rate` (the kernel's bytes/s) × 8.
+    pub delivery_rate_bps: u64,
+    /// `tcpi_pacing_rate` × 8, saturating (an unpaced socket reports `u64::MAX`).
+    pub pacing_rate_bps: u64,
+    /// Bytes written but not yet sent (`tcpi_notsent_bytes`).
+    pub notsent_bytes: u32,
+    /// Payload bytes sent, retransmissions included (Linux ≥ 4.19).
+    pub bytes_sent: Option<u64>,
+    pub bytes_retrans: Option<u64>,
+    /// RTO expirations over the connection's life (`tcpi_total_rto`, Linux ≥ 6.7).
+    pub total_rto: Option<u16>,
+}
+
+impl TcpInfo {
+    /// `snd_cwnd` in bytes (segments × MSS).
+    pub fn snd_cwnd_bytes(&self) -> u64 {
+        u64::from(self.snd_cwnd_pkts) * u64::from(self.snd_mss_bytes)
+    }
+
+    /// The state's name (`established`, `close`, ...).
+    pub fn state_name(&self) -> &'static str {
+        TCP_STATES
+            .get(usize::from(self.state))
+            .copied()
+            .unwrap_or("unknown")
+    }
+
+    /// True once this side's FIN was acknowledged (or the socket is closed): nothing of
+    /// what it sent is outstanding any more.
+    pub fn fin_acked(&self) -> bool {
+        matches!(self.state_name(), "fin_wait2" | "time_wait" | "close")
+    }
+}
+
+/// Reads `TCP_INFO` (one getsockopt).
+pub fn tcp_info(sock: SockRef<'_>) -> io::Result<TcpInfo> {
+    // SAFETY: `tcp_info` is plain integers, so all-zero is a valid value; the kernel writes
+    // at most `len` bytes into it and reports how many.
+    let mut raw: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: `raw` is valid for `len` bytes and outlives the call.
+    let rc = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut raw as *mut libc::tcp_info).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let filled = len as usize;
+    // A field is there when the kernel's struct reaches its end.
+    let has = |offset: usize, size: usize| offset + size <= filled;
+    let bytes_sent = offset_of!(libc::tcp_info, tcpi_bytes_sent);
+    let bytes_retrans = offset_of!(libc::tcp_info, tcpi_bytes_retrans);
+    let total_rto = offset_of!(libc::tcp_info, tcpi_total_rto);
+    if !has(
+        offset_of!(libc::tcp_info, tcpi_data_segs_out),
+        size_of::<u32>(),
+    ) {
+        return Err(io::Error::other(format!(
+            "TCP_INFO: the kernel filled {filled} bytes, too old (needs Linux >= 4.6)"
+        )));
+    }
+    Ok(TcpInfo {
+        state: raw.tcpi_state,
+        ca_state: raw.tcpi_ca_state,
+        rtt_us: raw.tcpi_rtt,
+        rttvar_us: raw.tcpi_rttvar,
+        min_rtt_us: raw.tcpi_min_rtt,
+        rto_us: raw.tcpi_rto,
+        snd_mss_bytes: raw.tcpi_snd_mss,
+        snd_cwnd_pkts: raw.tcpi_snd_cwnd,
+        snd_ssthresh_pkts: raw.tcpi_snd_ssthresh,
+        unacked_pkts: raw.tcpi_unacked,
+        lost_pkts: raw.tcpi_lost,
+        total_retrans: raw.tcpi_total_retrans,
+        bytes_acked: raw.tcpi_bytes_acked,
+        bytes_received: raw.tcpi_bytes_received,
+        segs_out: raw.tcpi_segs_out,
+        segs_in: raw.tcpi_segs_in,
+        data_segs_out: raw.tcpi_data_segs_out,
+        data_segs_in: raw.tcpi_data_segs_in,
+        delivery_rate_bps: raw.tcpi_delivery_rate.saturating_mul(8),
+        pacing_rate_bps: raw.tcpi_pacing_rate.saturating_mul(8),
+        notsent_bytes: raw.tcpi_notsent_bytes,
+        bytes_sent: has(bytes_sent, size_of::<u64>()).then_some(raw.tcpi_bytes_sent),
+        bytes_retrans: has(bytes_retrans, size_of::<u64>()).then_some(raw.tcpi_bytes_retrans),
+        total_rto: has(total_rto, size_of::<u16>()).then_some(raw.tcpi_total_rto),
+    })
 }
 
 /// What transparent mode needs, as found on this machine.
@@ -248,6 +394,26 @@ mod tests {
         let s = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP)).unwrap();
         set_cca(SockRef::from(&s), name).unwrap();
         assert_eq!(&get_cca(SockRef::from(&s)).unwrap(), name);
+    }
+
+    #[test]
+    fn tcp_info_counts_the_bytes_of_a_loopback_connection() {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut a = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut b, _) = listener.accept().unwrap();
+        a.write_all(&[7u8; 10_000]).unwrap();
+        let mut got = vec![0u8; 10_000];
+        b.read_exact(&mut got).unwrap();
+        let sent = tcp_info(SockRef::from(&a)).unwrap();
+        let received = tcp_info(SockRef::from(&b)).unwrap();
+        assert_eq!(sent.state_name(), "established");
+        // 10 000 payload bytes plus the SYN's sequence number.
+        assert_eq!(sent.bytes_acked, 10_001);
+        assert_eq!(received.bytes_received, 10_000);
+        assert_eq!(sent.total_retrans, 0);
+        assert!(sent.rtt_us > 0 && sent.min_rtt_us > 0, "{sent:?}");
+        assert!(sent.snd_cwnd_bytes() > 0 && !sent.fin_acked());
     }
 
     #[test]

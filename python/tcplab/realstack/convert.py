@@ -1,5 +1,6 @@
-"""iperf3's JSON and the emulator's report → the core's result JSON (docs/interface.md), so
-an emulation parses into the same `RunResult` as a simulation and both plot together.
+"""iperf3's JSON, the emulator's report and the PEPs' reports → the core's result JSON
+(docs/interface.md), so an emulation parses into the same `RunResult` as a simulation and
+both plot together.
 
 What each field means here:
 - `bytes_delivered`: bytes the receiver's iperf3 read within the flow's run (`-t`), or the
@@ -15,6 +16,28 @@ What each field means here:
 - `rto_count`, `fast_recoveries`, `spurious_undos` are not observable through iperf3 and
   read 0; `final_ssthresh_bytes` is null.
 - `links`: the emulator's counters of every path segment (the simulator's own link code).
+- `legs` (flows through PEPs; from each tcplab-pep's `--report`, read by `pep_report`): the
+  TCP connections of the flow's iperf3 data connection, server side first
+  (`server→pep1[→pep2]→client`).
+  - `cca`: read back from the sending socket; the first leg's is iperf3's
+    `sender_tcp_congestion`.
+  - `bytes_delivered`: what the leg's receiver got — for a leg into a PEP, that socket's
+    `tcpi_bytes_received` (iperf3's 37-byte cookie included), for the last leg the flow's
+    own bytes. Counted until the end of the run, taken as the moment the last PEP's sending
+    socket had the flow's bytes acknowledged (at the first 100 ms sample from then on); a
+    download's legs until their receiver had the whole file.
+  - `goodput_bps`: over the flow's active time; a download's leg over the time until its
+    receiver had the file, from the flow's time 0 (placed on the PEPs' clock by the last
+    PEP seeing the file acknowledged at the flow's `completion_ns`).
+  - `retransmits`, `rto_count`, `rtt`: the first leg's are the iperf3 client's (the flow's;
+    RTOs 0); a PEP's leg's come from its sending socket: `tcpi_total_retrans` and
+    `tcpi_total_rto` (Linux ≥ 6.7, else 0) at the leg's end, and the smoothed RTT sampled
+    every 100 ms while the socket had data in flight or got some acknowledged.
+  - `sender_done_ns`, `closed_ns`: null. iperf3 ends its data connection with a reset (its
+    server closes with bytes unread), so the FIN exchange the simulator times never happens.
+- `pep_buffer`: per PEP, the relay ring of the flow's direction over the data connection's
+  life: `max_bytes` exact, `mean_bytes` time-weighted from 100 ms samples, `limit_bytes`
+  the PEP's `--buffer`. A download runs as a bulk flow, so this covers the whole run.
 """
 
 from __future__ import annotations
@@ -33,7 +56,9 @@ from .iperf import (
     sender_samples,
     total_retransmits,
 )
+from .pep_report import PepRun, pep_results
 from .plan import FlowPlan
+from .summary import rtt_json
 
 #: A receiver report starting this close to the end of the run is the drain after it.
 _EDGE_NS = 1_000_000
@@ -41,10 +66,12 @@ _EDGE_NS = 1_000_000
 
 @dataclass(frozen=True)
 class FlowRun:
-    """A flow's plan and its iperf3 client JSON (empty if iperf3 printed none)."""
+    """A flow's plan, its iperf3 client JSON (empty if iperf3 printed none) and the reports
+    of its PEPs, in path order (none without PEPs)."""
 
     plan: FlowPlan
     client: Mapping[str, Any]
+    peps: tuple[PepRun, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -94,24 +121,8 @@ def _completion_ns(size: int, samples: Sequence[Sample]) -> int | None:
     return None
 
 
-def _quantile(values: Sequence[int], q: float) -> int | None:
-    """The ⌈q·n⌉-th smallest value (the simulator's rank rule)."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[min(len(ordered), max(1, math.ceil(q * len(ordered)))) - 1]
-
-
 def _rtt_json(samples: Sequence[Sample]) -> dict[str, Any]:
-    rtts = [s.rtt_ns for s in samples if s.rtt_ns]
-    return {
-        "count": len(rtts),
-        "mean_ns": sum(rtts) / len(rtts) if rtts else None,
-        "min_ns": min(rtts) if rtts else None,
-        "p50_ns": _quantile(rtts, 0.5),
-        "p95_ns": _quantile(rtts, 0.95),
-        "max_ns": max(rtts) if rtts else None,
-    }
+    return rtt_json([s.rtt_ns for s in samples if s.rtt_ns])
 
 
 def flow_json(run: FlowRun, duration_ns: int) -> dict[str, Any]:
@@ -149,7 +160,7 @@ def flow_json(run: FlowRun, duration_ns: int) -> dict[str, Any]:
     )
     bytes_sent = delivered + retransmits * plan.mss_bytes
     cwnds = [s.cwnd_bytes for s in sent if s.cwnd_bytes is not None]
-    return {
+    out = {
         **common,
         "cca": plan.cca,
         "app": "file" if plan.size_bytes is not None else "bulk",
@@ -160,6 +171,9 @@ def flow_json(run: FlowRun, duration_ns: int) -> dict[str, Any]:
         "rtt": _rtt_json(sent),
         "final_cwnd_bytes": cwnds[-1] if cwnds else 0,
     }
+    if run.peps:
+        out.update(pep_results(plan, run.client, run.peps, out))
+    return out
 
 
 def _cbr_json(

@@ -7,8 +7,9 @@ or add the qdiscs (`topology`) → the
 PEPs (each prints `ready`) and the iperf3 servers (listening) → start the emulator's
 measurement (SIGUSR1: the scenario's t = 0) → launch each iperf3 client at its flow's start
 offset → wait for them (bulk: `-t`; files: until done, at most the scenario's duration) →
-stop the emulator (it writes its report) → convert. Whatever happens, the namespaces are
-removed afterwards.
+stop the iperf3 servers, then the PEPs (SIGTERM: each writes its `--report`, read at once)
+→ stop the emulator (it writes its report) → convert. Whatever happens, the namespaces are
+removed afterwards (and every child still running is stopped first).
 """
 
 from __future__ import annotations
@@ -34,13 +35,16 @@ from .convert import FlowRun, result_json, run_errors
 from .errors import EmulationError, MissingFeature
 from .iperf import client_argv, server_argv
 from .options import EmulateOptions
-from .plan import IPERF_PORT, FlowPlan, PepMode, Plan, plan_topology
+from .pep_report import PepRun
+from .plan import IPERF_PORT, FlowPlan, PepMode, PepPlan, Plan, plan_topology
 from .procs import Proc
 from .topology import Topology, topology
 
 _LISTEN_TIMEOUT_S: Final = 15.0
 #: Time allowed past a flow's planned end (iperf3's set-up takes a few RTTs).
 _GRACE_S: Final = 10.0
+#: A PEP aborts what it still relays at SIGTERM and exits within its 10 s grace period.
+_PEP_STOP_S: Final = 15.0
 
 
 @dataclass(frozen=True)
@@ -176,14 +180,10 @@ def _iperf_version() -> str:
 
 
 def _run_traffic(topo: Topology, normalized: Mapping[str, Any]) -> list[FlowRun]:
-    """PEPs, servers, then the clients on schedule; returns each flow's client JSON."""
+    """PEPs, servers, then the clients on schedule; returns each flow's client JSON and
+    its PEPs' reports."""
     plan = topo.plan
-    if plan.peps:
-        binary = str(require_binary("tcplab-pep"))
-        for pep in plan.peps:
-            topo.start_ready(
-                f"tcplab-pep {pep.node} flow {pep.flow_id}", pep.netns, pep.argv(binary)
-            )
+    peps = _start_peps(topo)
     servers = []
     for flow in plan.flows:
         out = topo.workdir / f"server{flow.id}.json"
@@ -207,8 +207,49 @@ def _run_traffic(topo: Topology, normalized: Mapping[str, Any]) -> list[FlowRun]
             proc.stop(signal.SIGINT, 5.0)  # iperf3 still prints its JSON on SIGINT
     for server in servers:
         server.stop(signal.SIGTERM, 2.0)
-    runs = [FlowRun(flow, _read_json(out, proc)) for flow, proc, out in clients]
+    reports = _stop_peps(peps)
+    runs = [
+        FlowRun(flow, _read_json(out, proc), reports.get(flow.id, ()))
+        for flow, proc, out in clients
+    ]
     return sorted(runs, key=lambda r: r.plan.id)
+
+
+def _start_peps(topo: Topology) -> list[tuple[PepPlan, Proc, Path]]:
+    """Every PEP of the plan, each with `--report` into the work directory."""
+    if not topo.plan.peps:
+        return []
+    binary = str(require_binary("tcplab-pep"))
+    started = []
+    for pep in topo.plan.peps:
+        report = topo.workdir / pep.report_name
+        argv = pep.argv(binary, str(report))
+        name = f"tcplab-pep {pep.node} flow {pep.flow_id}"
+        log = report.with_suffix(".log")
+        started.append((pep, topo.start_ready(name, pep.netns, argv, log), report))
+    return started
+
+
+def _stop_peps(peps: list[tuple[PepPlan, Proc, Path]]) -> dict[int, tuple[PepRun, ...]]:
+    """SIGTERM every PEP (each aborts what it still relays and writes its report), then
+    wait for each and read its report; by flow, in node order."""
+    for _, proc, _ in peps:  # all at once: their shutdowns overlap
+        proc.send_signal(signal.SIGTERM)
+    by_flow: dict[int, list[PepRun]] = {}
+    for pep, proc, report in peps:
+        proc.stop(signal.SIGTERM, _PEP_STOP_S)
+        by_flow.setdefault(pep.flow_id, []).append(PepRun(pep.node, _read_report(report, proc)))
+    return {flow_id: tuple(runs) for flow_id, runs in by_flow.items()}
+
+
+def _read_report(path: Path, proc: Proc) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        raise EmulationError(f"{proc.name} wrote no report: {proc.stderr_tail()}") from None
+    if not isinstance(data, dict):
+        raise EmulationError(f"{proc.name}: its report is not a JSON object")
+    return data
 
 
 def _wait_listening(ns: str, server: Proc) -> None:

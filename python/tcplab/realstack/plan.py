@@ -123,7 +123,8 @@ class FlowPlan:
 
 @dataclass(frozen=True)
 class PepPlan:
-    """One `tcplab-pep` process (per flow and PEP node)."""
+    """One `tcplab-pep` process (per flow and PEP node); it writes `report_name` (its
+    `--report`: per connection, bytes, relay buffer and the kernel's TCP_INFO) at exit."""
 
     flow_id: int
     node: str
@@ -134,7 +135,11 @@ class PepPlan:
     cca_downstream: str
     buffer_bytes: int
 
-    def argv(self, binary: str) -> list[str]:
+    @property
+    def report_name(self) -> str:
+        return f"pep-flow{self.flow_id}-{self.node}.json"
+
+    def argv(self, binary: str, report: str | None = None) -> list[str]:
         target = ["--upstream", self.upstream] if self.upstream else ["--transparent"]
         return [
             binary,
@@ -147,6 +152,7 @@ class PepPlan:
             self.cca_downstream,
             "--buffer",
             str(self.buffer_bytes),
+            *(["--report", report] if report else []),
         ]
 
 

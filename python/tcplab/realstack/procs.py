@@ -33,12 +33,19 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
 
 class Proc:
     """A child in namespace `netns`; stdout to `out` (or a pipe for `wait_line`), stderr to
-    `out` + `.err`."""
+    `out` + `.err`, or to `err` when stdout is a pipe (else discarded)."""
 
-    def __init__(self, name: str, netns: str, argv: Sequence[str], out: Path | None) -> None:
+    def __init__(
+        self,
+        name: str,
+        netns: str,
+        argv: Sequence[str],
+        out: Path | None,
+        err: Path | None = None,
+    ) -> None:
         self.name = name
         self.out = out
-        self._err_path = out.with_name(out.name + ".err") if out else None
+        self._err_path = out.with_name(out.name + ".err") if out else err
         stdout: IO[bytes] | int = open(out, "wb") if out else subprocess.PIPE
         stderr: IO[bytes] | int = (
             open(self._err_path, "wb") if self._err_path else subprocess.DEVNULL

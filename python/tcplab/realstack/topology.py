@@ -43,9 +43,10 @@ class Topology:
         self.cleanup.push(f"stop {name}", lambda: proc.stop(signal.SIGKILL, 1.0))
         return proc
 
-    def start_ready(self, name: str, ns: str, argv: list[str]) -> Proc:
-        """A child that prints `ready` when it is (emulator, PEP); stopped with SIGTERM."""
-        proc = Proc(name, ns, argv, None)
+    def start_ready(self, name: str, ns: str, argv: list[str], err: Path | None = None) -> Proc:
+        """A child that prints `ready` when it is (emulator, PEP); stopped with SIGTERM
+        (at cleanup too, whatever ends the run); stderr to `err` if given."""
+        proc = Proc(name, ns, argv, None, err)
         self.cleanup.push(f"stop {name}", lambda: proc.stop(signal.SIGTERM, 5.0))
         proc.wait_line("ready", _READY_TIMEOUT_S)
         return proc
