@@ -23,9 +23,9 @@ import pytest
 from conftest import REPO, SCENARIOS, run_cli
 from tcplab.loader import load_scenario
 from tcplab.normalize import normalize
-from tcplab.realstack import bins, cleanup, features
+from tcplab.realstack import bins, cleanup, features, fileflow
 from tcplab.realstack.calibrate import calibrate
-from tcplab.realstack.convert import FlowRun, Grid, result_json
+from tcplab.realstack.convert import FlowRun, Grid, links_json, result_json
 from tcplab.realstack.emulate import emulate_normalized
 from tcplab.realstack.errors import MissingFeature
 from tcplab.realstack.iperf import Sample, client_argv, receiver_samples
@@ -247,6 +247,14 @@ def test_iperf3_client_runs_the_flows_algorithm_for_its_duration() -> None:
     assert bulk[:3] == ["iperf3", "-c", "10.2.0.2"]
     assert bulk[bulk.index("-C") + 1] == "bbr" and bulk[bulk.index("-t") + 1] == "60"
     assert "--get-server-output" in bulk and "-n" not in download
+    # emulate runs the download with fileflow: the source connects like iperf3's client
+    source = fileflow.source_argv(plan.flows[1], 70.0)
+    assert source[source.index("source") :] == [
+        "source", "--size", "1000000", "--connect", "10.2.1.2", "--port", "5201",
+        "--deadline-s", "70.000", "--cca", "cubic",
+    ]  # fmt: skip
+    sink = fileflow.sink_argv(plan.flows[1], 75.0)
+    assert sink[sink.index("sink") + 3 :][:2] == ["--bind", "10.2.1.2"]
     cbr = {**flow(), "app": {"kind": "cbr", "rate_bps": 250_000, "packet_bytes": 1200}}
     udp = client_argv(plan_topology(dumbbell([cbr]), "7x8").flows[0])
     assert udp[udp.index("-u") :][:5] == ["-u", "-b", "250000", "-l", "1200"]
@@ -335,6 +343,115 @@ def test_download_completes_when_the_receiver_has_the_whole_file() -> None:
         got += s.bytes
     assert completion is not None and f.completion_ns == pytest.approx(completion, abs=1)
     assert f.goodput_bps == pytest.approx(8e6 * 1e9 / completion)
+
+
+def test_fileflow_pair_becomes_a_download_with_exact_completion_and_teardown() -> None:
+    t0 = 1_000_000_000  # the source's connect, on the shared monotonic clock
+    source = {
+        "connect_mono_ns": t0,
+        "cca": "reno",
+        "fin_acked_mono_ns": t0 + 250 * MS,
+        "samples": [
+            {
+                "t_ns": t0 + 100 * MS,
+                "bytes_acked": 100_000,
+                "total_retrans": 0,
+                "rtt_us": 50_000,
+                "snd_cwnd": 20,
+                "snd_mss": 1448,
+                "state": 1,
+            },
+            {
+                "t_ns": t0 + 200 * MS,
+                "bytes_acked": 300_000,
+                "total_retrans": 2,
+                "rtt_us": 60_000,
+                "snd_cwnd": 10,
+                "snd_mss": 1448,
+                "state": 4,
+            },
+        ],
+    }
+    sink = {
+        "complete_mono_ns": t0 + 230 * MS,
+        "closed_mono_ns": t0 + 240 * MS,
+        "log": [(t0 + 60 * MS, 50_000), (t0 + 150 * MS, 250_000), (t0 + 230 * MS, 300_000)],
+    }
+    client = fileflow.merge(source, sink)
+    sent = [i["streams"][0] for i in client["intervals"]]
+    assert [(s["start"], s["end"], s["bytes"], s["retransmits"]) for s in sent] == [
+        (0.0, 0.1, 100_000, 0),
+        (0.1, 0.2, 200_000, 2),
+    ]
+    assert [(s["rtt"], s["snd_cwnd"]) for s in sent] == [(50_000, 28_960), (60_000, 14_480)]
+    got = [i["sum"] for i in client["server_output_json"]["intervals"]]
+    # the byte count at each 100 ms boundary: 50,000 by 100 ms, 250,000 by 200 ms
+    assert [(g["start"], g["end"], g["bytes"]) for g in got] == [
+        (0.0, 0.1, 50_000),
+        (0.1, 0.2, 200_000),
+        (0.2, 0.23, 50_000),
+    ]
+    scenario = dumbbell([{**flow("reno"), "app": {"kind": "file", "size_bytes": 300_000}}])
+    plan = plan_topology(scenario, "1x1")
+    data = result_json(scenario, [FlowRun(plan.flows[0], client)], {}, 10**9, "test")
+    f = RunResult.from_json(data, wall_s=1.0, scenario=scenario).flows[0]
+    assert (f.completion_ns, f.server_done_ns, f.closed_ns) == (230 * MS, 250 * MS, 240 * MS)
+    assert f.goodput_bps == pytest.approx(8 * 300_000 / 0.230)
+    assert (f.bytes_delivered, f.retransmits) == (300_000, 2)
+    assert f.rtt.mean_ns == 55_000_000
+
+
+def test_fileflow_download_is_timed_from_connect_to_the_last_byte_and_the_close() -> None:
+    result = converted("file-cubic")  # 1 MB, cubic, 10 Mbit/s, 20 ms one way + 0.1 ms access
+    (f,) = result.flows
+    assert f.bytes_delivered == 1_000_000 and f.app == "file"
+    # 1 MB at the 9.65 Mbit/s payload rate of 1500-byte packets takes 0.829 s, after the
+    # handshake (one 40.4 ms round trip) and half a round trip to the receiver: >= 0.890 s;
+    # slow start costs a few round trips more.
+    assert f.completion_ns is not None and 890 * MS <= f.completion_ns <= 1_000 * MS
+    assert f.goodput_bps == pytest.approx(8e6 * 1e9 / f.completion_ns)
+    assert f.server_done_ns is not None and f.closed_ns is not None
+    # The receiver's ACK of the FIN takes one way (20.2 ms) to the sender; its own FIN and
+    # the ACK of it a round trip (40.4 ms); the sockets' states are polled every 1 ms.
+    assert 20.2 * MS <= f.server_done_ns - f.completion_ns <= 23 * MS
+    assert 40.4 * MS <= f.closed_ns - f.completion_ns <= 43 * MS
+    assert sum(result.series.flows[0].goodput_bps) / 8 == pytest.approx(1_000_000)
+    # The emulation ended after ~1 s of the 5 s scenario: utilization over the 5 s.
+    fwd = result.bottleneck
+    assert fwd.utilization == pytest.approx(8 * fwd.bytes_tx / (10e6 * 5.0), rel=1e-9)
+
+
+def test_fileflow_download_through_peps_closes_at_the_nearest_pep() -> None:
+    # internet 10 ms — satellite 100 ms — access 5 ms; distributed PEPs; 500 kB with reno
+    (f,) = converted("pep-download").flows
+    assert f.bytes_delivered == 500_000 and f.completion_ns is not None
+    assert f.server_done_ns is not None and f.closed_ns is not None
+    # pep1 acknowledged the server's FIN while the end of the file still had the satellite
+    # (100 ms) and the access link (5.1 ms) to cross.
+    assert f.server_done_ns < f.completion_ns - 105.1 * MS
+    # pep2 acknowledges the client's FIN: one access round trip (2 x 5.1 ms) + 1 ms polling.
+    assert 10.2 * MS <= f.closed_ns - f.completion_ns <= 12.5 * MS
+    assert [(leg.src, leg.dst, leg.cca) for leg in f.legs] == [
+        ("server", "pep1", "reno"),
+        ("pep1", "pep2", "cubic"),
+        ("pep2", "client", "reno"),
+    ]
+    assert all(leg.bytes_delivered is not None and leg.bytes_delivered >= 500_000 for leg in f.legs)
+
+
+def test_link_averages_of_an_early_ended_emulation_cover_the_whole_duration() -> None:
+    # Downloads ended after 15 s of a 60 s scenario: the link was idle for the other 45 s.
+    link = {
+        "name": "bottleneck.forward",
+        "rate_bps": 4_000_000,
+        "utilization": 0.8,
+        "queue_mean_pkts": 100.0,
+        "queue_max_pkts": 334,
+        "queue_drops": 7,
+    }
+    (row,) = links_json(dumbbell(), {"measured_ns": 15 * 10**9, "links": [link]})
+    assert (row["utilization"], row["queue_mean_pkts"]) == (0.2, 25.0)
+    assert (row["queue_max_pkts"], row["queue_drops"]) == (334, 7)
 
 
 def test_a_late_flow_starts_its_series_at_its_start_time() -> None:

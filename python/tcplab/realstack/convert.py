@@ -9,10 +9,12 @@ What each field means here:
   add one MSS per retransmission to the bytes delivered (payload put on the wire).
 - `rtt`: the kernel's smoothed RTT (`tcpi_rtt`) sampled every 100 ms — the mean, min,
   p50, p95 and max of those samples (the simulator averages every RTT sample instead).
-- `completion_ns`: a file download runs as a bulk iperf3 flow; its completion is when the
-  receiver's byte count reached the file size (interpolated within its 100 ms report),
-  from the receiver's test start. The flow keeps sending after that until its `-t` ends
-  (it competes with other flows a little longer than a real download would).
+- File downloads run with `fileflow` instead of iperf3 (the file over one connection, then
+  both sides close), which prints iperf3-shaped JSON plus exact times (`tcplab_file`):
+  `completion_ns` when the receiver had the last byte, `server_done_ns` when the sender's FIN
+  was acknowledged, `closed_ns` when the receiver's was (the sockets' states polled every
+  1 ms), from the sender's connect. The sender opens the connection (as iperf3 does), half a
+  round trip sooner than the simulator's client, which opens it and sends a request.
 - `rto_count`, `fast_recoveries`, `spurious_undos` are not observable through iperf3 and
   read 0; `final_ssthresh_bytes` is null.
 - `links`: the emulator's counters of every path segment (the simulator's own link code).
@@ -33,11 +35,11 @@ What each field means here:
     RTOs 0); a PEP's leg's come from its sending socket: `tcpi_total_retrans` and
     `tcpi_total_rto` (Linux ≥ 6.7, else 0) at the leg's end, and the smoothed RTT sampled
     every 100 ms while the socket had data in flight or got some acknowledged.
-  - `sender_done_ns`, `closed_ns`: null. iperf3 ends its data connection with a reset (its
-    server closes with bytes unread), so the FIN exchange the simulator times never happens.
+  - `sender_done_ns`, `closed_ns`: null (the flow's own `server_done_ns`/`closed_ns` are
+    measured for downloads; iperf3 ends a bulk connection with a reset).
 - `pep_buffer`: per PEP, the relay ring of the flow's direction over the data connection's
   life: `max_bytes` exact, `mean_bytes` time-weighted from 100 ms samples, `limit_bytes`
-  the PEP's `--buffer`. A download runs as a bulk flow, so this covers the whole run.
+  the PEP's `--buffer`, over the connection's life.
 """
 
 from __future__ import annotations
@@ -125,14 +127,23 @@ def _rtt_json(samples: Sequence[Sample]) -> dict[str, Any]:
     return rtt_json([s.rtt_ns for s in samples if s.rtt_ns])
 
 
+def _in_time(times: Any, run_ns: int) -> dict[str, int]:
+    """A download's exact times (`fileflow`) that fall within the flow's run: like the
+    simulator, which stops at the scenario's duration, nothing later counts."""
+    if not isinstance(times, Mapping):
+        return {}
+    return {k: int(v) for k, v in times.items() if v is not None and int(v) <= run_ns}
+
+
 def flow_json(run: FlowRun, duration_ns: int) -> dict[str, Any]:
     """The core's per-flow result object for one emulated flow."""
     plan = run.plan
     received = _in_run(plan, receiver_samples(run.client))
     delivered = sum(s.bytes for s in received)
     completion = None
+    exact = _in_time(run.client.get("tcplab_file"), duration_ns - plan.start_ns)
     if plan.size_bytes is not None:
-        completion = _completion_ns(plan.size_bytes, received)
+        completion = exact.get("completion_ns") or _completion_ns(plan.size_bytes, received)
         delivered = min(delivered, plan.size_bytes)
     active_ns = completion if completion is not None else max(duration_ns - plan.start_ns, 1)
     sent = sender_samples(run.client)
@@ -155,7 +166,7 @@ def flow_json(run: FlowRun, duration_ns: int) -> dict[str, Any]:
         return {**common, **_cbr_json(run, sent, received, active_ns)}
     retransmits = (
         total_retransmits(run.client, sent)
-        if completion is None
+        if completion is None or exact  # a fileflow connection carried the download only
         else sum(s.retransmits for s in sent)
     )
     bytes_sent = delivered + retransmits * plan.mss_bytes
@@ -170,6 +181,8 @@ def flow_json(run: FlowRun, duration_ns: int) -> dict[str, Any]:
         "throughput_bps": 8 * bytes_sent * 1e9 / active_ns,
         "rtt": _rtt_json(sent),
         "final_cwnd_bytes": cwnds[-1] if cwnds else 0,
+        "server_done_ns": exact.get("server_done_ns"),
+        "closed_ns": exact.get("closed_ns"),
     }
     if run.peps:
         out.update(pep_results(plan, run.client, run.peps, out))
@@ -264,15 +277,28 @@ _LINK_KEYS = (
 )
 
 
+#: Time averages the emulator takes over the time it measured.
+_TIME_AVERAGED = ("utilization", "queue_mean_pkts", "queue_mean_bytes")
+
+
 def links_json(normalized: Mapping[str, Any], emu: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The emulator's counters of every segment direction, in path order."""
+    """The emulator's counters of every segment direction, in path order. An emulation of
+    downloads only ends when they have: its time averages are brought to the scenario's
+    duration (the links were idle after), as the simulator reports them."""
     by_name = {link["name"]: link for link in emu.get("links", [])}
+    duration_ns = int(normalized["duration_ns"])
+    measured_ns = int(emu.get("measured_ns") or duration_ns)
+    scale = min(measured_ns / duration_ns, 1.0) if duration_ns else 1.0
     out = []
     for seg in segments(normalized):
         for direction in ("forward", "reverse"):
             link = by_name.get(f"{seg.name}.{direction}")
             if link is not None:
-                out.append({key: link[key] for key in _LINK_KEYS if link.get(key) is not None})
+                row = {key: link[key] for key in _LINK_KEYS if link.get(key) is not None}
+                for key in _TIME_AVERAGED:
+                    if key in row:
+                        row[key] = row[key] * scale
+                out.append(row)
     return out
 
 

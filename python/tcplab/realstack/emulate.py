@@ -28,7 +28,7 @@ from ..loader import Overrides, ScenarioSource, load_scenario, override_pairs
 from ..normalize import normalize
 from ..paths import base_rtt_ns, pep_mode
 from ..result import RunResult
-from . import commands, features, netem
+from . import commands, features, fileflow, netem
 from .bins import require_binary
 from .cleanup import new_run_id
 from .convert import FlowRun, result_json, run_errors
@@ -184,35 +184,73 @@ def _run_traffic(topo: Topology, normalized: Mapping[str, Any]) -> list[FlowRun]
     its PEPs' reports."""
     plan = topo.plan
     peps = _start_peps(topo)
-    servers = []
+    grace_s = _GRACE_S + 6 * base_rtt_ns(normalized) / 1e9
+    run_s = int(normalized["duration_ns"]) / 1e9 + grace_s
+    servers: dict[int, tuple[Proc, Path]] = {}
     for flow in plan.flows:
         out = topo.workdir / f"server{flow.id}.json"
-        servers.append(
-            topo.start(f"iperf3 server {flow.id}", flow.receiver_ns, server_argv(flow), out)
+        # a file sink ends by itself, a little after its source gives up at the latest
+        argv = fileflow.sink_argv(flow, run_s + 5.0) if _is_file(flow) else server_argv(flow)
+        tool = "fileflow" if _is_file(flow) else "iperf3"
+        servers[flow.id] = (
+            topo.start(f"{tool} server {flow.id}", flow.receiver_ns, argv, out),
+            out,
         )
-    for flow, server in zip(plan.flows, servers, strict=True):
-        _wait_listening(flow.receiver_ns, server)
-    topo.start_measurement()
-    t0 = time.monotonic()
+    for flow in plan.flows:
+        _wait_listening(flow.receiver_ns, servers[flow.id][0])
+    # Download sources start a little ahead (a Python program takes a few hundred ms to
+    # load) and connect at their flow's start on the shared monotonic clock.
+    files = [f for f in plan.flows if _is_file(f)]
+    t0 = time.monotonic() + (_SOURCE_LEAD_S if files else 0.0)
     clients: list[tuple[FlowPlan, Proc, Path]] = []
+    for flow in files:
+        out = topo.workdir / f"client{flow.id}.json"
+        at_ns = round((t0 + flow.start_ns / 1e9) * 1e9)
+        argv = [
+            *fileflow.source_argv(flow, run_s - flow.start_ns / 1e9),
+            "--at-mono-ns",
+            str(at_ns),
+        ]
+        clients.append(
+            (flow, topo.start(f"fileflow client {flow.id}", flow.sender_ns, argv, out), out)
+        )
+    time.sleep(max(0.0, t0 - time.monotonic()))
+    topo.start_measurement()
     for flow in sorted(plan.flows, key=lambda f: f.start_ns):
+        if _is_file(flow):
+            continue
         time.sleep(max(0.0, t0 + flow.start_ns / 1e9 - time.monotonic()))
         out = topo.workdir / f"client{flow.id}.json"
         proc = topo.start(f"iperf3 client {flow.id}", flow.sender_ns, client_argv(flow), out)
         clients.append((flow, proc, out))
-    grace_s = _GRACE_S + 6 * base_rtt_ns(normalized) / 1e9
-    deadline = t0 + int(normalized["duration_ns"]) / 1e9 + grace_s
+    deadline = t0 + run_s
     for _, proc, _ in clients:
         if not proc.wait(deadline - time.monotonic()):
             proc.stop(signal.SIGINT, 5.0)  # iperf3 still prints its JSON on SIGINT
-    for server in servers:
+    for flow in plan.flows:
+        server = servers[flow.id][0]
+        if _is_file(flow):
+            server.wait(_SINK_WAIT_S)  # its close takes a round trip
         server.stop(signal.SIGTERM, 2.0)
     reports = _stop_peps(peps)
-    runs = [
-        FlowRun(flow, _read_json(out, proc), reports.get(flow.id, ()))
-        for flow, proc, out in clients
-    ]
+    runs = []
+    for flow, proc, out in clients:
+        client = _read_json(out, proc)
+        if _is_file(flow):
+            sink, sink_out = servers[flow.id]
+            client = fileflow.merge(client, _read_json(sink_out, sink))
+        runs.append(FlowRun(flow, client, reports.get(flow.id, ())))
     return sorted(runs, key=lambda r: r.plan.id)
+
+
+#: How far ahead of the measurement's start download sources are launched.
+_SOURCE_LEAD_S: Final = 1.5
+#: How long a file sink may take to close after its source ended.
+_SINK_WAIT_S: Final = 10.0
+
+
+def _is_file(flow: FlowPlan) -> bool:
+    return flow.kind == "tcp" and flow.size_bytes is not None
 
 
 def _start_peps(topo: Topology) -> list[tuple[PepPlan, Proc, Path]]:

@@ -52,9 +52,10 @@ def client_argv(flow: FlowPlan) -> list[str]:
     if flow.kind == "cbr":
         argv += ["-u", "-b", str(flow.cbr_rate_bps), "-l", str(flow.cbr_packet_bytes)]
         return [*argv, "-t", str(flow.run_s)]
-    # A file download runs like a bulk flow; the conversion takes its completion from the
-    # receiver's byte count. (iperf3's own `-n` ends the test when the last byte is
-    # written, and the receiver stops counting with up to a send buffer still on its way.)
+    # `tcplab emulate` runs file downloads with `fileflow`: iperf3's own `-n` ends the test
+    # when the last byte is written (the receiver stops counting with up to a send buffer
+    # still on its way). Here a file would run like a bulk flow, whose conversion takes the
+    # completion from the receiver's byte count (recordings made that way still convert).
     argv += ["-C", flow.cca, "-t", str(flow.run_s)]
     if flow.window_bytes is not None:
         argv += ["-w", str(flow.window_bytes)]

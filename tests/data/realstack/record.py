@@ -119,6 +119,18 @@ FIXTURES = {
         20_000_000,
         [_flow("cubic", {"kind": "cbr", "rate_bps": 1_000_000, "packet_bytes": 1000})],
     ),
+    # Downloads since `fileflow` (the two fixtures above and below with a download were
+    # recorded when downloads ran as iperf3 bulk flows; the conversion still reads those).
+    "file-cubic": _scenario(
+        "file-cubic",
+        5,
+        10_000_000,
+        20_000_000,
+        [_flow("cubic", {"kind": "file", "size_bytes": 1_000_000})],
+    ),
+    "pep-download": _pep_path(
+        "pep-download", 4, [_pep_flow("reno", "cubic", {"kind": "file", "size_bytes": 500_000})]
+    ),
     "pep-distributed": _pep_path(
         "pep-distributed",
         3,
