@@ -606,6 +606,27 @@ def test_geo_goodput_and_rtt_agree_with_the_simulator(cca: str) -> None:
 
 
 @needs_realstack
+def test_geo_download_completes_and_closes_as_simulated() -> None:
+    # 5 MB over the GEO path (4 Mbit/s, 250 ms one way), lossless: the kernel's download
+    # starts half a round trip (250 ms) sooner than the simulator's (its sender opens the
+    # connection; the simulator's client opens it and sends a request first).
+    scenario = load_scenario(
+        SCENARIOS / "file-download.toml", [("bottleneck.per", 0.0), ("duration", "30s")]
+    )
+    simulated = run_scenario(scenario).flows[0]
+    started = time.monotonic()
+    emulated = emulate_normalized(normalize(scenario)).result.flows[0]
+    assert time.monotonic() - started < 25, "the emulation ends with the download"
+    assert simulated.completion_ns is not None and emulated.completion_ns is not None
+    assert emulated.bytes_delivered == 5_000_000
+    shifted = emulated.completion_ns + 250 * MS
+    assert shifted == pytest.approx(simulated.completion_ns, rel=GOODPUT_TOLERANCE)
+    # Both close one round trip (500.4 ms + 1 ms polling) after the last byte.
+    assert emulated.closed_ns is not None
+    assert 500.4 * MS <= emulated.closed_ns - emulated.completion_ns <= 503 * MS
+
+
+@needs_realstack
 def test_unknown_kernel_algorithm_is_a_one_line_error(write_toml: Any) -> None:
     path = write_toml(
         'duration = "5s"\n[bottleneck]\nrate = "10Mbps"\ndelay = "10ms"\n[[flows]]\ncca = "vegas"\n'
