@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ScenarioError
@@ -25,8 +26,16 @@ if TYPE_CHECKING:
     from .validate import Agreement
 
 
-def _note(message: str) -> None:
-    print(f"note: {message}", file=sys.stderr)
+def _notes() -> Callable[[str], None]:
+    """Print each distinct note once (`validate` emulates once per algorithm)."""
+    seen: set[str] = set()
+
+    def note(message: str) -> None:
+        if message not in seen:
+            seen.add(message)
+            print(f"note: {message}", file=sys.stderr)
+
+    return note
 
 
 def _options(args: argparse.Namespace) -> EmulateOptions:
@@ -42,7 +51,7 @@ def _options(args: argparse.Namespace) -> EmulateOptions:
         spin_us=args.spin_us,
         rt_prio=args.rt_prio,
         link=args.link,
-        note=_note,
+        note=_notes(),
     )
 
 
