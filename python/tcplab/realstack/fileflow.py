@@ -20,7 +20,8 @@ and teardown times under `tcplab_file`. The simulator's client opens the connect
 a request, which costs half a round trip more before the first byte than a source that
 opens it itself: emulated completions are that much shorter.
 
-Run in a namespace: `python -m tcplab.realstack.fileflow sink|source ...`.
+Run in a namespace: `python -m tcplab.realstack.fileflow sink|source ...` (`sink_argv`,
+`source_argv`).
 """
 
 from __future__ import annotations
@@ -104,17 +105,20 @@ class _Sampler(threading.Thread):
 def source(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"role": "source", "size_bytes": args.size}
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, args.cca.encode())
-    if args.window:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, args.window)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, args.window)
-    sock.settimeout(args.deadline_s)
-    if args.at_mono_ns:  # connect at the flow's start, not when Python had loaded
-        time.sleep(max(0.0, (args.at_mono_ns - _now()) / 1e9))
-    deadline = time.monotonic() + args.deadline_s
-    out["connect_mono_ns"] = _now()
     sampler = _Sampler(sock)
     try:
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, args.cca.encode())
+        except OSError as err:
+            raise OSError(f"the kernel has no congestion control {args.cca!r} ({err})") from err
+        if args.window:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, args.window)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, args.window)
+        sock.settimeout(args.deadline_s)
+        if args.at_mono_ns:  # connect at the flow's start, not when Python had loaded
+            time.sleep(max(0.0, (args.at_mono_ns - _now()) / 1e9))
+        deadline = time.monotonic() + args.deadline_s
+        out["connect_mono_ns"] = _now()
         sock.connect((args.connect, args.port))
         out["established_mono_ns"] = _now()
         out["cca"] = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16)
@@ -139,7 +143,7 @@ def source(args: argparse.Namespace) -> dict[str, Any]:
         sampler.done.set()
         if sampler.is_alive():
             sampler.join()
-        sampler.take()
+            sampler.take()  # the end of the connection
         sock.close()
     out["samples"] = sampler.samples
     return out
@@ -253,8 +257,12 @@ def merge(src: Mapping[str, Any], snk: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+_RUN: Final = "import sys; from tcplab.realstack.fileflow import main; sys.exit(main())"
+
+
 def _argv(role: str, addr: str, port: int, size: int, deadline_s: float) -> list[str]:
-    args = [sys.executable, "-m", "tcplab.realstack.fileflow", role, "--size", str(size)]
+    # `-c` rather than `-m`: the package imports this module first, which `-m` warns about
+    args = [sys.executable, "-c", _RUN, role, "--size", str(size)]
     args += ["--bind" if role == "sink" else "--connect", addr, "--port", str(port)]
     return [*args, "--deadline-s", f"{deadline_s:.3f}"]
 
