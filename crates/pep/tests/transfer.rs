@@ -44,11 +44,7 @@ async fn large_bidirectional_transfer_checksums_match() {
     assert_eq!(s["closed"], 2, "{s}");
     assert_eq!(s["bytes_up"], BIG + RAW, "{s}");
     let rss_mib = proxy.rss_bytes() as f64 / (1 << 20) as f64;
-    let closed = proxy
-        .log_lines()
-        .into_iter()
-        .find(|l| l.contains("msg=conn_closed"))
-        .expect("conn_closed log line");
+    let closed = proxy.wait_log("msg=conn_closed", 1)[0].clone();
     assert_eq!(logfmt_field(&closed, "outcome"), Some("closed"), "{closed}");
     assert_eq!(logfmt_field(&closed, "bytes_up"), Some(&*BIG.to_string()));
     assert_eq!(logfmt_field(&closed, "bytes_down"), Some(&*BIG.to_string()));

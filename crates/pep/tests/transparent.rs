@@ -344,9 +344,9 @@ fn assert_relayed(topo: &Topo, proxy: &Proxy, expect_closed: u64) {
     assert_eq!(s["bytes_up"], UP_BYTES * expect_closed, "{s}");
     assert_eq!(s["bytes_down"], DOWN_BYTES * expect_closed, "{s}");
     let line = proxy
-        .log_lines()
-        .into_iter()
-        .rfind(|l| l.contains("msg=conn_closed"))
+        .wait_log("msg=conn_closed", expect_closed as usize)
+        .last()
+        .cloned()
         .expect("conn_closed line");
     let want = format!("{SERVER_IP}:{SERVICE_PORT}");
     assert_eq!(

@@ -121,6 +121,29 @@ impl Proxy {
         self.log.lock().unwrap().clone()
     }
 
+    /// The log lines containing `needle`, once there are at least `count` of them: the
+    /// proxy counts an event before it logs it, and a thread reads its stderr, so a line can
+    /// trail the stats that announce it (panics after 5 s).
+    pub fn wait_log(&self, needle: &str, count: usize) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let found: Vec<String> = self
+                .log_lines()
+                .into_iter()
+                .filter(|l| l.contains(needle))
+                .collect();
+            if found.len() >= count {
+                return found;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no {count} log lines with {needle:?}: {:?}",
+                self.log_lines()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// One JSON snapshot from `--stats`.
     pub fn stats(&self) -> Value {
         stats_from(self.stats_addr.expect("started with --stats"))
