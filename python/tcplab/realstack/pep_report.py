@@ -6,13 +6,14 @@ bytes per direction, the relay ring's peak and time-weighted mean, each socket's
 control and final `TCP_INFO`, and `TCP_INFO` samples every 100 ms on `CLOCK_MONOTONIC`
 (shared by every namespace, so the records of both PEPs of a flow share one time line).
 
-iperf3 relays a control and a data connection per flow through the PEPs; the data
-connection is the one that moved the most bytes. Its bytes go from the socket that received
-them from the previous hop (`rx`) to the one sending them on (`tx`); the iperf3 client (the
-scenario's server side) connects, so that is the PEP's `client` → `server` (`up`) direction.
-At the end of the test iperf3's server closes the data connection with bytes unread, i.e.
-resets it, and the reset runs back through the PEPs, so the records end a little after the
-flow's run; `pep_results` cuts every leg at the run's end.
+iperf3 relays a control and a data connection per flow through the PEPs (a download's
+`fileflow` only one); the data connection is the one that moved the most bytes. Its bytes go
+from the socket that received them from the previous hop (`rx`) to the one sending them on
+(`tx`); the sender (iperf3's client, or fileflow's source: the scenario's server side)
+connects, so that is the PEP's `client` → `server` (`up`) direction. At the end of the test
+iperf3's server closes the data connection with bytes unread, i.e. resets it, and the reset
+runs back through the PEPs, so the records end a little after the flow's run;
+`pep_results` cuts every leg at the run's end (a download's when its receiver had the file).
 """
 
 from __future__ import annotations
