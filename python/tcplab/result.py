@@ -39,7 +39,8 @@ def _opt_float(value: Any) -> float | None:
     return None if value is None else float(value)
 
 
-def _ms(value_ns: float | None) -> float | None:
+def ns_to_ms(value_ns: float | None) -> float | None:
+    """Nanoseconds to milliseconds, None kept."""
     return None if value_ns is None else value_ns / 1e6
 
 
@@ -47,7 +48,8 @@ def _opt_int(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
-def _s(value_ns: int | None) -> float | None:
+def ns_to_s(value_ns: int | None) -> float | None:
+    """Nanoseconds to seconds, None kept."""
     return None if value_ns is None else value_ns / 1e9
 
 
@@ -75,11 +77,11 @@ class RttStats:
     def ms_dict(self, prefix: str) -> dict[str, float | None]:
         """`{prefix}_mean_ms` ... `{prefix}_max_ms` for `--json`."""
         return {
-            f"{prefix}_mean_ms": _ms(self.mean_ns),
-            f"{prefix}_min_ms": _ms(self.min_ns),
-            f"{prefix}_p50_ms": _ms(self.p50_ns),
-            f"{prefix}_p95_ms": _ms(self.p95_ns),
-            f"{prefix}_max_ms": _ms(self.max_ns),
+            f"{prefix}_mean_ms": ns_to_ms(self.mean_ns),
+            f"{prefix}_min_ms": ns_to_ms(self.min_ns),
+            f"{prefix}_p50_ms": ns_to_ms(self.p50_ns),
+            f"{prefix}_p95_ms": ns_to_ms(self.p95_ns),
+            f"{prefix}_max_ms": ns_to_ms(self.max_ns),
         }
 
 
@@ -153,8 +155,8 @@ class LegResult:
             "goodput_bps": self.goodput_bps,
             "retransmits": self.retransmits,
             "bytes_delivered": self.bytes_delivered,
-            "sender_done_s": _s(self.sender_done_ns),
-            "closed_s": _s(self.closed_ns),
+            "sender_done_s": ns_to_s(self.sender_done_ns),
+            "closed_s": ns_to_s(self.closed_ns),
             "rtt_samples": self.rtt.count,
             **self.rtt.ms_dict("rtt"),
         }
@@ -574,14 +576,14 @@ class RunResult:
             "fast_recoveries": flow.fast_recoveries,
             "spurious_undos": flow.spurious_undos,
             "rtt_samples": flow.rtt.count,
-            "rtt_mean_ms": _ms(flow.rtt.mean_ns),
-            "rtt_min_ms": _ms(flow.rtt.min_ns),
-            "rtt_p50_ms": _ms(flow.rtt.p50_ns),
-            "rtt_p95_ms": _ms(flow.rtt.p95_ns),
-            "rtt_max_ms": _ms(flow.rtt.max_ns),
-            "completion_s": _s(flow.completion_ns),
-            "server_done_s": _s(flow.server_done_ns),
-            "closed_s": _s(flow.closed_ns),
+            "rtt_mean_ms": ns_to_ms(flow.rtt.mean_ns),
+            "rtt_min_ms": ns_to_ms(flow.rtt.min_ns),
+            "rtt_p50_ms": ns_to_ms(flow.rtt.p50_ns),
+            "rtt_p95_ms": ns_to_ms(flow.rtt.p95_ns),
+            "rtt_max_ms": ns_to_ms(flow.rtt.max_ns),
+            "completion_s": ns_to_s(flow.completion_ns),
+            "server_done_s": ns_to_s(flow.server_done_ns),
+            "closed_s": ns_to_s(flow.closed_ns),
             "final_cwnd_bytes": flow.final_cwnd_bytes,
             "final_ssthresh_bytes": flow.final_ssthresh_bytes,
             "base_rtt_ms": bounds.base_rtt_s * 1e3,

@@ -41,7 +41,7 @@ import pandas as pd  # type: ignore[import-untyped]
 from . import __version__
 from .errors import ScenarioError
 from .paths import base_rtt_ns, combined_loss, pep_mode, segments
-from .result import FlowResult, RunResult
+from .result import FlowResult, RunResult, ns_to_ms, ns_to_s
 
 SCHEMA_VERSION: Final = 3
 
@@ -131,14 +131,6 @@ class StoreError(ScenarioError):
 
 def _finite(x: float | None) -> float | None:
     return None if x is None or (isinstance(x, float) and not math.isfinite(x)) else x
-
-
-def _ms(ns: float | None) -> float | None:
-    return None if ns is None else ns / 1e6
-
-
-def _s(ns: int | None) -> float | None:
-    return None if ns is None else ns / 1e9
 
 
 def _extra(obj: Any, key: str) -> int:
@@ -323,10 +315,10 @@ class Store:
                 "goodput_bps": leg.goodput_bps,
                 "retransmits": leg.retransmits,
                 "bytes_delivered": leg.bytes_delivered,
-                "rtt_mean_ms": _ms(leg.rtt.mean_ns),
-                "rtt_p95_ms": _ms(leg.rtt.p95_ns),
-                "sender_done_s": _s(leg.sender_done_ns),
-                "closed_s": _s(leg.closed_ns),
+                "rtt_mean_ms": ns_to_ms(leg.rtt.mean_ns),
+                "rtt_p95_ms": ns_to_ms(leg.rtt.p95_ns),
+                "sender_done_s": ns_to_s(leg.sender_done_ns),
+                "closed_s": ns_to_s(leg.closed_ns),
             }
             for f in result.flows
             for index, leg in enumerate(f.legs)
@@ -502,20 +494,20 @@ def _flow_row(key: tuple[str, int], f: FlowResult) -> dict[str, Any]:
         "bytes_delivered": f.bytes_delivered,
         "retransmits": f.retransmits,
         "rto_count": f.rto_count,
-        "rtt_mean_ms": _ms(f.rtt.mean_ns),
-        "rtt_min_ms": _ms(f.rtt.min_ns),
-        "rtt_p50_ms": _ms(f.rtt.p50_ns),
-        "rtt_p95_ms": _ms(f.rtt.p95_ns),
+        "rtt_mean_ms": ns_to_ms(f.rtt.mean_ns),
+        "rtt_min_ms": ns_to_ms(f.rtt.min_ns),
+        "rtt_p50_ms": ns_to_ms(f.rtt.p50_ns),
+        "rtt_p95_ms": ns_to_ms(f.rtt.p95_ns),
         "completion_s": None if f.completion_ns is None else f.completion_ns / 1e9,
         "kind": f.kind,
         "packets_sent": None if cbr is None else cbr.packets_sent,
         "packets_received": None if cbr is None else cbr.packets_received,
         "loss_ratio": None if cbr is None else cbr.loss_ratio,
-        "owd_mean_ms": None if cbr is None else _ms(cbr.owd.mean_ns),
-        "owd_p95_ms": None if cbr is None else _ms(cbr.owd.p95_ns),
-        "owd_max_ms": None if cbr is None else _ms(cbr.owd.max_ns),
-        "server_done_s": _s(f.server_done_ns),
-        "closed_s": _s(f.closed_ns),
+        "owd_mean_ms": None if cbr is None else ns_to_ms(cbr.owd.mean_ns),
+        "owd_p95_ms": None if cbr is None else ns_to_ms(cbr.owd.p95_ns),
+        "owd_max_ms": None if cbr is None else ns_to_ms(cbr.owd.max_ns),
+        "server_done_s": ns_to_s(f.server_done_ns),
+        "closed_s": ns_to_s(f.closed_ns),
     }
 
 
