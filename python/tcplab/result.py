@@ -63,12 +63,18 @@ class RttStats:
     p50_ns: float | None
     p95_ns: float | None
     max_ns: float | None
+    #: Time average of the smoothed RTT (what `TCP_INFO` read at regular instants gives);
+    #: None for one-way delays.
+    srtt_time_mean_ns: float | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], where: str = "rtt") -> RttStats:
-        fields = ("mean_ns", "min_ns", "p50_ns", "p95_ns", "max_ns")
-        values = [_opt_float(_need(data, key, where)) for key in fields]
-        return cls(int(_need(data, "count", where)), *values)
+        mean, low, p50, p95, high = (
+            _opt_float(_need(data, key, where))
+            for key in ("mean_ns", "min_ns", "p50_ns", "p95_ns", "max_ns")
+        )
+        smoothed = _opt_float(data.get("srtt_time_mean_ns"))
+        return cls(int(_need(data, "count", where)), mean, low, p50, p95, high, smoothed)
 
     @classmethod
     def empty(cls) -> RttStats:
@@ -159,6 +165,7 @@ class LegResult:
             "closed_s": ns_to_s(self.closed_ns),
             "rtt_samples": self.rtt.count,
             **self.rtt.ms_dict("rtt"),
+            "srtt_time_mean_ms": ns_to_ms(self.rtt.srtt_time_mean_ns),
         }
 
 
@@ -576,11 +583,8 @@ class RunResult:
             "fast_recoveries": flow.fast_recoveries,
             "spurious_undos": flow.spurious_undos,
             "rtt_samples": flow.rtt.count,
-            "rtt_mean_ms": ns_to_ms(flow.rtt.mean_ns),
-            "rtt_min_ms": ns_to_ms(flow.rtt.min_ns),
-            "rtt_p50_ms": ns_to_ms(flow.rtt.p50_ns),
-            "rtt_p95_ms": ns_to_ms(flow.rtt.p95_ns),
-            "rtt_max_ms": ns_to_ms(flow.rtt.max_ns),
+            **flow.rtt.ms_dict("rtt"),
+            "srtt_time_mean_ms": ns_to_ms(flow.rtt.srtt_time_mean_ns),
             "completion_s": ns_to_s(flow.completion_ns),
             "server_done_s": ns_to_s(flow.server_done_ns),
             "closed_s": ns_to_s(flow.closed_ns),

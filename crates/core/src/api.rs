@@ -18,6 +18,10 @@ pub struct RttResult {
     pub p50_ns: Option<u64>,
     pub p95_ns: Option<u64>,
     pub max_ns: Option<u64>,
+    /// Time average of the sender's smoothed RTT from its first sample to the end of the
+    /// flow: what `TCP_INFO`/`ss` read at regular instants gives (the kernel side of
+    /// `tcplab validate`). `None` for one-way delays and flows without samples.
+    pub srtt_time_mean_ns: Option<f64>,
 }
 
 /// Summary of one flow.
@@ -146,6 +150,15 @@ fn rtt_result(h: &crate::stats::LogHistogram) -> RttResult {
         p50_ns: h.quantile(0.5),
         p95_ns: h.quantile(0.95),
         max_ns: h.max(),
+        srtt_time_mean_ns: None,
+    }
+}
+
+/// RTT statistics of a sender whose flow ends at `end_ns`.
+fn sender_rtt(st: &crate::tcp::sender::SenderStats, end_ns: u64) -> RttResult {
+    RttResult {
+        srtt_time_mean_ns: st.srtt_time_mean_ns(end_ns),
+        ..rtt_result(&st.rtt)
     }
 }
 
@@ -192,7 +205,7 @@ fn tcp_flow(
                     goodput_bps: f.receiver.stats.bytes_delivered as f64 * 8e9 / span as f64,
                     retransmits: f.sender.stats().retrans_segs,
                     rto_count: f.sender.stats().rto_count,
-                    rtt: rtt_result(&f.sender.stats().rtt),
+                    rtt: sender_rtt(f.sender.stats(), start + span),
                     sender_done_ns: f.sender.fin_acked_at().map(|t| t.ns() - start),
                     closed_ns: f.receiver.closed_at.map(|t| t.ns() - start),
                 }
@@ -225,7 +238,7 @@ fn tcp_flow(
         completion_ns: completion,
         server_done_ns: first.sender.fin_acked_at().map(|t| t.ns() - start),
         closed_ns: last.receiver.closed_at.map(|t| t.ns() - start),
-        rtt: rtt_result(&st.rtt),
+        rtt: sender_rtt(st, start + active),
         rto_count: st.rto_count,
         fast_recoveries: st.fast_recoveries,
         spurious_undos: st.undos,

@@ -8,7 +8,7 @@
 //! the packet must leave the far end. The engine holds the packet until then. Everything
 //! here is pure: time comes in as an argument, so the tests drive it with made-up instants.
 use crate::config::{DirConfig, GilbertElliott, RatePoint};
-use tcplab_core::net::link::{Admission, ErrorModel, Link, LinkStats, QueueLimit};
+use tcplab_core::net::link::{stream_name, Admission, ErrorModel, Link, LinkStats, QueueLimit};
 use tcplab_core::rng::SimRng;
 use tcplab_core::stats::{LogHistogram, TimeWeighted};
 use tcplab_core::time::{serialization_time, SimDuration, SimTime};
@@ -118,13 +118,13 @@ impl DirModel {
             SimDuration::from_ns(cfg.delay_ns),
             limit,
             errors,
-            SimRng::substream(seed, &format!("emu/{name}")),
+            SimRng::substream(seed, &stream_name(name, "errors")),
         );
         link.ecn_threshold_pkts = cfg.ecn_threshold_pkts;
         let ge = cfg.loss.clone().map(|model| GeState {
             model,
             bad: false,
-            rng: SimRng::substream(seed, &format!("emu/{name}/gilbert_elliott")),
+            rng: SimRng::substream(seed, &stream_name(name, "loss")),
         });
         let interval = SimDuration::from_ns(interval_ns);
         DirModel {
@@ -371,7 +371,7 @@ mod tests {
                 per: 0.05,
                 ber: 0.0,
             },
-            SimRng::substream(9, "emu/l"),
+            SimRng::substream(9, &stream_name("l", "errors")),
         );
         for i in 0..10_000u64 {
             let a = m.offer(SimTime(i * MS), 1500, false) == Verdict::Dropped(Admission::ErrorDrop);

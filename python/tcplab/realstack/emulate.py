@@ -189,35 +189,32 @@ def _run_traffic(topo: Topology, normalized: Mapping[str, Any]) -> list[FlowRun]
     servers: dict[int, tuple[Proc, Path]] = {}
     for flow in plan.flows:
         out = topo.workdir / f"server{flow.id}.json"
-        # a file sink ends by itself, a little after its source gives up at the latest
-        argv = fileflow.sink_argv(flow, run_s + 5.0) if _is_file(flow) else server_argv(flow)
-        tool = "fileflow" if _is_file(flow) else "iperf3"
+        # a sink ends by itself, a little after its source gives up at the latest
+        argv = fileflow.sink_argv(flow, run_s + 5.0) if _is_tcp(flow) else server_argv(flow)
+        tool = "fileflow" if _is_tcp(flow) else "iperf3"
         servers[flow.id] = (
             topo.start(f"{tool} server {flow.id}", flow.receiver_ns, argv, out),
             out,
         )
     for flow in plan.flows:
         _wait_listening(flow.receiver_ns, servers[flow.id][0])
-    # Download sources start a little ahead (a Python program takes a few hundred ms to
-    # load) and connect at their flow's start on the shared monotonic clock.
-    files = [f for f in plan.flows if _is_file(f)]
-    t0 = time.monotonic() + (_SOURCE_LEAD_S if files else 0.0)
+    # TCP sources start a little ahead (a Python program takes a few hundred ms to load)
+    # and connect at their flow's start on the shared monotonic clock.
+    tcp = [f for f in plan.flows if _is_tcp(f)]
+    t0 = time.monotonic() + (_SOURCE_LEAD_S if tcp else 0.0)
+    end_ns = round(t0 * 1e9) + int(normalized["duration_ns"])
     clients: list[tuple[FlowPlan, Proc, Path]] = []
-    for flow in files:
+    for flow in tcp:
         out = topo.workdir / f"client{flow.id}.json"
-        at_ns = round((t0 + flow.start_ns / 1e9) * 1e9)
-        argv = [
-            *fileflow.source_argv(flow, run_s - flow.start_ns / 1e9),
-            "--at-mono-ns",
-            str(at_ns),
-        ]
+        at_ns = round(t0 * 1e9) + flow.start_ns
+        argv = fileflow.source_argv(flow, run_s - flow.start_ns / 1e9, at_ns, end_ns)
         clients.append(
             (flow, topo.start(f"fileflow client {flow.id}", flow.sender_ns, argv, out), out)
         )
     time.sleep(max(0.0, t0 - time.monotonic()))
     topo.start_measurement()
     for flow in sorted(plan.flows, key=lambda f: f.start_ns):
-        if _is_file(flow):
+        if _is_tcp(flow):
             continue
         time.sleep(max(0.0, t0 + flow.start_ns / 1e9 - time.monotonic()))
         out = topo.workdir / f"client{flow.id}.json"
@@ -229,14 +226,14 @@ def _run_traffic(topo: Topology, normalized: Mapping[str, Any]) -> list[FlowRun]
             proc.stop(signal.SIGINT, 5.0)  # iperf3 still prints its JSON on SIGINT
     for flow in plan.flows:
         server = servers[flow.id][0]
-        if _is_file(flow):
+        if _is_tcp(flow):
             server.wait(_SINK_WAIT_S)  # its close takes a round trip
         server.stop(signal.SIGTERM, 2.0)
     reports = _stop_peps(peps)
     runs = []
     for flow, proc, out in clients:
         client = _read_json(out, proc)
-        if _is_file(flow):
+        if _is_tcp(flow):
             sink, sink_out = servers[flow.id]
             client = fileflow.merge(client, _read_json(sink_out, sink))
         runs.append(FlowRun(flow, client, reports.get(flow.id, ())))
@@ -249,8 +246,9 @@ _SOURCE_LEAD_S: Final = 1.5
 _SINK_WAIT_S: Final = 10.0
 
 
-def _is_file(flow: FlowPlan) -> bool:
-    return flow.kind == "tcp" and flow.size_bytes is not None
+def _is_tcp(flow: FlowPlan) -> bool:
+    """TCP flows run with `fileflow`, CBR (UDP) ones with iperf3."""
+    return flow.kind == "tcp"
 
 
 def _start_peps(topo: Topology) -> list[tuple[PepPlan, Proc, Path]]:

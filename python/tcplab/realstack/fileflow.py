@@ -1,4 +1,5 @@
-"""File downloads on the kernel's TCP for `tcplab emulate` (the scenario's `app = "file"`).
+"""TCP flows on the kernel's TCP for `tcplab emulate`: file downloads (`app = "file"`) and
+bulk transfers (`app = "bulk"`, `--size 0`: the source writes until its stop time).
 
 iperf3 cannot time a download: its `-n` ends the test when the sender has *written* the last
 byte (the receiver stops counting with a socket buffer still on its way), and at the end it
@@ -12,6 +13,12 @@ file over one TCP connection and times it as the simulator does:
   FIN was acknowledged (FIN-WAIT-2).
 - `sink` (on the client side) reads until the end of file, noting when the last byte came
   (completion), then closes and notes when its FIN was acknowledged (CLOSED).
+
+A bulk transfer through this pair rather than iperf3 puts on the wire exactly what the
+simulator's bulk flow does — SYN, ACK, then data from the flow's start — where iperf3 first
+opens a control connection and sends a cookie on the data connection. So the packets through
+the emulated links are the simulated ones in the same order, and a lossy link drops the same
+ones (`tcplab-emu` draws from the simulator's random streams).
 
 Each prints one JSON object with absolute CLOCK_MONOTONIC times (shared by every network
 namespace); `merge` turns the pair into the subset of iperf3's client JSON that `convert`
@@ -104,6 +111,8 @@ class _Sampler(threading.Thread):
 
 def source(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"role": "source", "size_bytes": args.size}
+    if args.size == 0:
+        out["stop_mono_ns"] = args.stop_mono_ns
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sampler = _Sampler(sock)
     try:
@@ -125,6 +134,9 @@ def source(args: argparse.Namespace) -> dict[str, Any]:
         out["cca"] = out["cca"].rstrip(b"\0").decode()
         sampler.start()
         chunk, left = memoryview(bytes(_CHUNK)), args.size
+        if args.size == 0:  # bulk: write until the stop time (a blocked send waits there)
+            while _now() < args.stop_mono_ns:
+                sock.send(chunk)
         while left > 0:
             sent = sock.send(chunk[: min(left, _CHUNK)])
             left -= sent
@@ -169,7 +181,7 @@ def sink(args: argparse.Namespace) -> dict[str, Any]:
         while n := conn.recv_into(buf):
             got += n
             t = _now()
-            if got >= args.size and "complete_mono_ns" not in out:
+            if 0 < args.size <= got and "complete_mono_ns" not in out:
                 out["complete_mono_ns"] = t
             if t // 10_000_000 != slot:  # the byte count at most every 10 ms
                 slot = t // 10_000_000
@@ -210,6 +222,8 @@ def merge(src: Mapping[str, Any], snk: Mapping[str, Any]) -> dict[str, Any]:
     connect; exact times in ns under `tcplab_file`."""
     t0 = int(src.get("connect_mono_ns", 0))
     samples = list(src.get("samples", []))
+    if src.get("stop_mono_ns"):  # a bulk flow: what its send buffer drains after is no part
+        samples = [s for s in samples if s["t_ns"] <= int(src["stop_mono_ns"])]
     intervals, prev_t, prev = [], t0, {"total_retrans": 0, "bytes_acked": 0}
     for s in samples:
         mss = int(s.get("snd_mss") or 0)
@@ -268,18 +282,19 @@ def _argv(role: str, addr: str, port: int, size: int, deadline_s: float) -> list
 
 
 def sink_argv(flow: FlowPlan, deadline_s: float) -> list[str]:
-    """The download's receiving side, where iperf3's server would be (it gives up
-    `deadline_s` after it starts)."""
+    """The flow's receiving side (it gives up `deadline_s` after it starts)."""
     argv = _argv("sink", flow.receiver_addr, IPERF_PORT, int(flow.size_bytes or 0), deadline_s)
     return [*argv, "--window", str(flow.window_bytes)] if flow.window_bytes else argv
 
 
-def source_argv(flow: FlowPlan, deadline_s: float) -> list[str]:
-    """The download's sending side, connecting like iperf3's client, with the flow's
-    algorithm."""
+def source_argv(flow: FlowPlan, deadline_s: float, at_mono_ns: int, stop_mono_ns: int) -> list[str]:
+    """The flow's sending side with the flow's algorithm: it connects at `at_mono_ns` on
+    the shared monotonic clock (as iperf3's client would, so transparent PEPs intercept it);
+    a bulk source writes until `stop_mono_ns`."""
     size = int(flow.size_bytes or 0)
     argv = _argv("source", flow.connect_addr, flow.connect_port, size, max(deadline_s, 1.0))
-    argv += ["--cca", flow.cca]
+    argv += ["--cca", flow.cca, "--at-mono-ns", str(at_mono_ns)]
+    argv += ["--stop-mono-ns", str(stop_mono_ns)]
     return [*argv, "--window", str(flow.window_bytes)] if flow.window_bytes else argv
 
 
@@ -296,6 +311,9 @@ def main(raw: Sequence[str] | None = None) -> int:
         if role == "source":
             p.add_argument("--cca", default="cubic")
             p.add_argument("--at-mono-ns", type=int, default=0, help="CLOCK_MONOTONIC start")
+            p.add_argument(
+                "--stop-mono-ns", type=int, default=0, help="CLOCK_MONOTONIC end of a bulk flow"
+            )
     args = parser.parse_args(raw)
     out = source(args) if args.role == "source" else sink(args)
     print(json.dumps(out))

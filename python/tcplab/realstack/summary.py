@@ -16,12 +16,15 @@ def quantile(values: Sequence[int], q: float) -> int | None:
 
 
 def rtt_json(rtts_ns: Sequence[int]) -> dict[str, Any]:
-    """The core's `rtt` object (count, mean, min, p50, p95, max) of RTT samples in ns."""
+    """The core's `rtt` object (count, mean, min, p50, p95, max) of the kernel's smoothed
+    RTT sampled at regular instants (ns): their mean is also the smoothed RTT's time mean."""
+    mean = sum(rtts_ns) / len(rtts_ns) if rtts_ns else None
     return {
         "count": len(rtts_ns),
-        "mean_ns": sum(rtts_ns) / len(rtts_ns) if rtts_ns else None,
+        "mean_ns": mean,
         "min_ns": min(rtts_ns) if rtts_ns else None,
         "p50_ns": quantile(rtts_ns, 0.5),
         "p95_ns": quantile(rtts_ns, 0.95),
         "max_ns": max(rtts_ns) if rtts_ns else None,
+        "srtt_time_mean_ns": mean,
     }

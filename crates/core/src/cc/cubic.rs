@@ -563,6 +563,62 @@ mod tests {
         w.ssthresh
     }
 
+    /// A connection whose first round measured delay_min = 100 ms (cwnd `cwnd`), and
+    /// whose next round starts at 6 s: `acks` then feeds ACKs `spacing_ms` apart, each
+    /// with a 100 ms RTT (no queueing delay), and returns ssthresh after each one.
+    fn hystart_train(cwnd: u32, spacing_ms: u64, acks: usize) -> Vec<u32> {
+        let (mut c, mut w) = cubic();
+        w.cwnd = cwnd;
+        w.now = SimTime(5_000_000_000);
+        w.snd_nxt = 1_000_000;
+        c.on_state_change(&mut w, CaState::Open);
+        let rtt = AckSample {
+            pkts_acked: 1,
+            rtt: Some(SimDuration::from_ms(100)),
+            in_flight: 30,
+        };
+        c.on_pkts_acked(&mut w, &rtt);
+        w.now = SimTime(6_000_000_000);
+        w.snd_una = 1_000_001;
+        w.snd_nxt = 3_000_000;
+        let mut out = Vec::new();
+        for _ in 0..acks {
+            c.on_pkts_acked(&mut w, &rtt);
+            out.push(w.ssthresh);
+            w.now += SimDuration::from_ms(spacing_ms);
+        }
+        out
+    }
+
+    #[test]
+    fn hystart_ack_train_exits_once_the_train_spans_half_the_min_rtt() {
+        // Without pacing the train threshold is delay_min / 2 = 50 ms (hystart_ack_delay is
+        // 0 with no pacing rate yet). ACKs 1 ms apart (within the 2 ms train spacing): the
+        // ACK at +50 ms is not past the threshold, the one at +51 ms is, and ssthresh
+        // becomes the cwnd of that moment.
+        let ss = hystart_train(32, 1, 53);
+        assert_eq!(ss[50], super::super::INFINITE_SSTHRESH, "+50 ms: stay");
+        assert_eq!(ss[51], 32, "+51 ms: exit at cwnd");
+    }
+
+    #[test]
+    fn hystart_ack_train_ignores_acks_spaced_wider_than_2ms() {
+        // 3 ms apart (one 1500 B packet per 3 ms at 4 Mbit/s): never a train, even after
+        // 300 ms, and no RTT growth either.
+        let ss = hystart_train(32, 3, 100);
+        assert!(ss.iter().all(|&s| s == super::super::INFINITE_SSTHRESH));
+    }
+
+    #[test]
+    fn hystart_is_inactive_below_the_low_window() {
+        // hystart_low_window = 16: at cwnd 15 even a 51 ms train does nothing; at 16 it exits.
+        assert_eq!(
+            hystart_train(15, 1, 60)[59],
+            super::super::INFINITE_SSTHRESH
+        );
+        assert_eq!(hystart_train(16, 1, 60)[59], 16);
+    }
+
     #[test]
     fn hystart_delay_exits_slow_start_when_rtt_grows_by_threshold() {
         // delay_min = 100 ms: threshold = clamp(100/8 = 12.5 ms, 4, 16) = 12.5 ms, checked

@@ -177,6 +177,13 @@ pub struct Link {
     model: Option<Box<LinkModel>>,
 }
 
+/// Name of the random substream `what` (`errors`, `loss`, `red`) of link direction `link`.
+/// The real-stack emulator draws from the same streams, so with the same seed it drops the
+/// packets the simulator would drop at the same positions (common random numbers).
+pub fn stream_name(link: &str, what: &str) -> String {
+    format!("link/{link}/{what}")
+}
+
 impl Link {
     pub fn new(
         name: impl Into<String>,
@@ -212,7 +219,7 @@ impl Link {
             (Some(p), None) => QueueLimit::Packets(p),
             (None, None) => QueueLimit::Packets(1000),
         };
-        let stream = |what: &str| SimRng::substream(seed, &format!("link/{name}/{what}"));
+        let stream = |what: &str| SimRng::substream(seed, &stream_name(name, what));
         let mut l = Link::new(
             name,
             d.rate_bps,

@@ -11,7 +11,7 @@
 //! dumbbell's bottleneck is links 0 and 1), then four access links per flow.
 use crate::config::{AccessConfig, DirConfig, ScenarioConfig, SegmentConfig};
 use crate::event::Side;
-use crate::net::link::{ErrorModel, Link, QueueLimit};
+use crate::net::link::{stream_name, ErrorModel, Link, QueueLimit};
 use crate::rng::SimRng;
 use crate::time::SimDuration;
 
@@ -72,7 +72,7 @@ fn dir_link(name: &str, d: &DirConfig, seed: u64) -> Link {
 }
 
 fn access_link(name: String, a: &AccessConfig, host_side: bool, seed: u64) -> Link {
-    let rng = SimRng::substream(seed, &format!("link/{name}/errors"));
+    let rng = SimRng::substream(seed, &stream_name(&name, "errors"));
     let limit = match (a.queue_pkts, host_side) {
         (Some(n), _) => QueueLimit::Packets(n.max(1)),
         (None, true) => QueueLimit::Unlimited,

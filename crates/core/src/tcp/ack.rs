@@ -478,7 +478,7 @@ impl Sender {
             self.rtt.sample(r, self.snd_una, self.snd_nxt);
             self.icsk_rto = self.rtt.rto();
             self.backoff = 0;
-            self.record_rtt(r);
+            self.record_rtt(now, r);
         }
 
         if flag.data_acked {

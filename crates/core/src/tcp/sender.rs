@@ -12,7 +12,7 @@ use crate::config::AppConfig;
 use crate::event::TimerSlot;
 use crate::net::packet::{self, Packet, PacketKind, SYN_OPTION_BYTES};
 use crate::recovery::{Prr, Rack};
-use crate::stats::LogHistogram;
+use crate::stats::{LogHistogram, TimeWeighted};
 use crate::tcp::rate::RateSampler;
 use crate::tcp::rtt::{RttEstimator, WindowedMin, RTO_FALLBACK, RTO_INIT, RTO_MAX};
 use crate::tcp::scoreboard::{segflags, Scoreboard};
@@ -92,6 +92,39 @@ pub struct SenderStats {
     /// Sum and count of RTT samples in the current series interval.
     pub iv_rtt_sum_ns: u128,
     pub iv_rtt_n: u64,
+    /// The smoothed RTT (ns) as a step function of time, from its first sample on: its
+    /// time average is what `ss`/`TCP_INFO` sampled at regular instants report, which
+    /// weighs slow periods as much as fast ones (unlike the mean over per-ACK samples).
+    pub srtt: TimeWeighted,
+    /// When the smoothed RTT got its first sample (ns).
+    pub srtt_since_ns: Option<u64>,
+}
+
+impl SenderStats {
+    /// Record an RTT sample `r` taken at `now` and the smoothed RTT after it.
+    pub fn record_rtt(&mut self, now: SimTime, r: SimDuration, srtt: SimDuration) {
+        self.rtt.record(r.ns());
+        self.iv_rtt_sum_ns += r.ns() as u128;
+        self.iv_rtt_n += 1;
+        if self.srtt_since_ns.is_none() {
+            self.srtt_since_ns = Some(now.ns());
+            self.srtt.last_t_ns = now.ns();
+        }
+        self.srtt.set(now.ns(), srtt.ns());
+    }
+
+    /// Time average of the smoothed RTT from its first sample until `end_ns` (ns).
+    pub fn srtt_time_mean_ns(&self, end_ns: u64) -> Option<f64> {
+        let since = self.srtt_since_ns?;
+        let mut tw = self.srtt;
+        tw.advance(end_ns);
+        let span = tw.last_t_ns.saturating_sub(since);
+        Some(if span == 0 {
+            tw.value as f64
+        } else {
+            tw.area as f64 / span as f64
+        })
+    }
 }
 
 /// Retransmission request computed by `fastretrans_alert` (Linux `REXMIT_*`).
@@ -808,11 +841,10 @@ impl Sender {
         }
     }
 
-    /// Record an RTT sample for the statistics.
-    pub(crate) fn record_rtt(&mut self, r: SimDuration) {
-        self.stats.rtt.record(r.ns());
-        self.stats.iv_rtt_sum_ns += r.ns() as u128;
-        self.stats.iv_rtt_n += 1;
+    /// Record an RTT sample for the statistics (after the estimator took it).
+    pub(crate) fn record_rtt(&mut self, now: SimTime, r: SimDuration) {
+        let srtt = self.rtt.srtt().unwrap_or(r);
+        self.stats.record_rtt(now, r, srtt);
     }
 }
 
@@ -883,6 +915,24 @@ mod tests {
             ts_val: 5,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn srtt_time_mean_weighs_time_not_samples() {
+        // 100 ms smoothed RTT for 1 s (one sample), then 300 ms for 3 s (a thousand
+        // samples): per time (100·1 + 300·3) / 4 = 250 ms, whatever the sample counts.
+        let mut st = SenderStats::default();
+        let ms = SimDuration::from_ms;
+        st.record_rtt(SimTime(1_000_000_000), ms(100), ms(100));
+        for i in 0..1000u64 {
+            st.record_rtt(SimTime(2_000_000_000 + i), ms(300), ms(300));
+        }
+        let mean = st.srtt_time_mean_ns(5_000_000_000).expect("sampled");
+        assert!((mean - 250e6).abs() < 1e3, "{mean}");
+        assert_eq!(
+            SenderStats::default().srtt_time_mean_ns(5_000_000_000),
+            None
+        );
     }
 
     #[test]

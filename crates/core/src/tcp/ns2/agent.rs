@@ -620,9 +620,12 @@ impl Ns2Sender {
         if let Some(&(t, retrans)) = self.tx_log.get(n - 1) {
             if !retrans {
                 let r = self.now.since(t);
-                self.stats.rtt.record(r.ns());
-                self.stats.iv_rtt_sum_ns += r.ns() as u128;
-                self.stats.iv_rtt_n += 1;
+                // The agent's own (tick-granular) smoothed RTT, as ns-2 keeps it.
+                let srtt = self
+                    .rtt
+                    .srtt()
+                    .map_or(r, |s| SimDuration::from_ns((s * 1e9).round() as u64));
+                self.stats.record_rtt(self.now, r, srtt);
             }
         }
         let n = n.min(self.tx_log.len());
