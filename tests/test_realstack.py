@@ -736,3 +736,28 @@ def test_gateway_pep_relays_a_flow_over_the_satellite(
     assert (buffer.node, buffer.limit_bytes) == ("pep1", 1 << 20)
     assert buffer.max_bytes is not None and 0 < buffer.max_bytes <= 1 << 20
     assert buffer.mean_bytes is not None and 0 <= buffer.mean_bytes <= buffer.max_bytes
+
+
+def test_a_second_emulation_waits_for_the_first(tmp_path: Path) -> None:
+    # Two processes take the machine's emulation lock: the second says once that it waits,
+    # and gets the lock only after the first let go.
+    lock = tmp_path / "probe.lock"
+    code = (
+        "import sys, time; from pathlib import Path\n"
+        "from tcplab.realstack import machine_lock as m\n"
+        f"m.lock_path = lambda: Path({str(lock)!r})\n"
+        "with m.exclusive(lambda s: print('note:', s, flush=True)):\n"
+        "    print('got', time.monotonic(), flush=True); time.sleep(float(sys.argv[1]))\n"
+    )
+    with subprocess.Popen(
+        [sys.executable, "-c", code, "1.5"], stdout=subprocess.PIPE, text=True
+    ) as first:
+        assert first.stdout is not None
+        got_first = float(first.stdout.readline().split()[1])
+        second = subprocess.run(
+            [sys.executable, "-c", code, "0"], capture_output=True, text=True, timeout=30
+        )
+        first.wait(timeout=30)
+    lines = second.stdout.splitlines()
+    assert lines[0].startswith(f"note: waiting for another emulation (pid {first.pid})")
+    assert float(lines[1].split()[1]) >= got_first + 1.5

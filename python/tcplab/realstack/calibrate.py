@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
-from . import commands, features
+from . import commands, features, machine_lock
 from .bins import require_binary
 from .cleanup import new_run_id
 from .options import EmulateOptions
@@ -190,6 +190,18 @@ def calibrate(
     """Measure rate, delay and loss accuracy (about `seconds` per point)."""
     options = options or EmulateOptions()
     features.check_base()
+    with machine_lock.exclusive(options.say):
+        return _calibrate(options, rates_bps, delays_ns, per, seconds, loss_packets)
+
+
+def _calibrate(
+    options: EmulateOptions,
+    rates_bps: tuple[int, ...],
+    delays_ns: tuple[int, ...],
+    per: float,
+    seconds: float,
+    loss_packets: int,
+) -> CalibrationReport:
     ms = round(seconds * 1000)
     rates = []
     for rate in rates_bps:

@@ -28,7 +28,7 @@ from ..loader import Overrides, ScenarioSource, load_scenario, override_pairs
 from ..normalize import normalize
 from ..paths import base_rtt_ns, pep_mode
 from ..result import RunResult
-from . import commands, features, fileflow, netem
+from . import commands, features, fileflow, machine_lock, netem
 from .bins import require_binary
 from .cleanup import new_run_id
 from .convert import FlowRun, result_json, run_errors
@@ -158,11 +158,12 @@ def emulate_normalized(
     plan = choose_link(plan, options)
     for note in plan.notes:
         options.say(note)
-    started = time.perf_counter()
-    with topology(plan, normalized, options, int(normalized["duration_ns"])) as topo:
-        runs = _run_traffic(topo, normalized)
-        report = topo.stop_emulator()
-    wall_s = time.perf_counter() - started
+    with machine_lock.exclusive(options.say):
+        started = time.perf_counter()
+        with topology(plan, normalized, options, int(normalized["duration_ns"])) as topo:
+            runs = _run_traffic(topo, normalized)
+            report = topo.stop_emulator()
+        wall_s = time.perf_counter() - started
     errors = run_errors(runs)
     if errors:
         raise EmulationError("; ".join(errors))
