@@ -126,6 +126,7 @@ def test_defaults() -> None:
                 "rwnd_bytes": 6 * 1024 * 1024,
                 "window_scaling": True,
                 "pacing": False,
+                "tso": True,
                 "ecn": False,
                 "slow_start_after_idle": True,
             },

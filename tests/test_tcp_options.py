@@ -33,6 +33,7 @@ LINUX_TCP = {
     "rwnd_bytes": 6_291_456,  # 6 MiB
     "window_scaling": True,
     "pacing": False,
+    "tso": True,
     "ecn": False,
     "slow_start_after_idle": True,
 }
@@ -53,6 +54,7 @@ NS2_RENO_TCP = {
     "rwnd_bytes": 20_000,  # window_ 20 packets x 1000 B
     "window_scaling": False,
     "pacing": False,
+    "tso": False,  # ns-2 sends segment by segment
     "ecn": False,
     "slow_start_after_idle": True,  # slow_start_restart_ true
 }
@@ -87,6 +89,7 @@ ROUND_TRIP = [
     ("initial_window", 4, "initial_window_pkts", 4),
     ("window_scaling", False, "window_scaling", False),
     ("pacing", True, "pacing", True),
+    ("tso", False, "tso", False),
     ("ecn", True, "ecn", True),
     ("slow_start_after_idle", False, "slow_start_after_idle", False),
     ("mss", 1000, "mss_bytes", 1000),

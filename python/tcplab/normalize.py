@@ -216,6 +216,7 @@ def tcp_json(tcp: TcpOptions) -> dict[str, Any]:
         "rwnd_bytes": tcp.effective_rwnd_bytes,
         "window_scaling": tcp.window_scaling,
         "pacing": tcp.pacing,
+        "tso": tcp.tso,
         "ecn": tcp.ecn,
         "slow_start_after_idle": tcp.slow_start_after_idle,
     }

@@ -532,6 +532,7 @@ class TcpSpec(_Model):
     frto: bool | None = None
     prr: bool | None = None
     pacing: bool | None = None
+    tso: bool | None = None
     ecn: bool | None = None
     slow_start_after_idle: bool | None = None
     stack: Stack = "linux"

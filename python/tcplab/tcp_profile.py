@@ -55,6 +55,7 @@ class TcpOptions:
     rwnd_bytes: int  # as given or defaulted; the 65535 cap is applied by `effective_rwnd_bytes`
     window_scaling: bool
     pacing: bool
+    tso: bool
     ecn: bool
     slow_start_after_idle: bool
 
@@ -83,13 +84,14 @@ class _Profile:
     initial_window_pkts: int
     window_scaling: bool
     pacing: bool
+    tso: bool
     ecn: bool
     slow_start_after_idle: bool
 
 
 #: Linux defaults: net.ipv4.tcp_{sack,dsack,timestamps,window_scaling,frto,
 #: slow_start_after_idle} = 1, tcp_recovery = RACK (with TLP), PRR, tcp_ecn = 2 (answer only,
-#: never ask), IW10 (RFC 6928), no FACK (removed in 4.15), no pacing without fq/BBR.
+#: never ask), IW10 (RFC 6928), no FACK (removed in 4.15), no pacing without fq/BBR, TSO/GSO on.
 LINUX: Final = _Profile(
     mss_bytes=1448,  # 1500 B MTU - 40 B headers - 12 B timestamp option
     dsack=True,
@@ -103,12 +105,13 @@ LINUX: Final = _Profile(
     initial_window_pkts=10,
     window_scaling=True,
     pacing=False,
+    tso=True,
     ecn=False,
     slow_start_after_idle=True,
 )
 
 #: ns-2 defaults (ns-default.tcl): packetSize_ 1000, timestamps_ false, TCPSink (no delayed
-#: ACKs), windowInit_ 2, no DSACK/RACK/TLP/F-RTO/PRR, no pacing, ecn_ 0, no window scaling;
+#: ACKs), windowInit_ 2, no DSACK/RACK/TLP/F-RTO/PRR, no pacing or TSO, ecn_ 0, no window scaling;
 #: slow_start_restart_ true, which is Linux's slow_start_after_idle.
 NS2: Final = _Profile(
     mss_bytes=NS2_MSS_BYTES,
@@ -123,6 +126,7 @@ NS2: Final = _Profile(
     initial_window_pkts=NS2_INITIAL_WINDOW_PKTS,
     window_scaling=False,
     pacing=False,
+    tso=False,
     ecn=False,
     slow_start_after_idle=True,
 )
@@ -170,6 +174,7 @@ def resolve_tcp(tcp: TcpSpec, cca: str) -> TcpOptions:
         rwnd_bytes=rwnd_bytes,
         window_scaling=_pick(tcp.window_scaling, profile.window_scaling),
         pacing=_pick(tcp.pacing, profile.pacing),
+        tso=_pick(tcp.tso, profile.tso),
         ecn=_pick(tcp.ecn, profile.ecn),
         slow_start_after_idle=_pick(tcp.slow_start_after_idle, profile.slow_start_after_idle),
     )

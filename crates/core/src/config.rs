@@ -236,6 +236,10 @@ pub struct TcpConfig {
     pub rack: bool,
     pub tlp: bool,
     pub pacing: bool,
+    /// TCP segmentation offload: a paced sender emits bursts of `tcp_tso_autosize`
+    /// segments (Linux with TSO/GSO, the default); false: one segment per pacing slot
+    /// (`ethtool -K dev tso off gso off`).
+    pub tso: bool,
     pub slow_start_after_idle: bool,
     /// Negotiate ECN (RFC 3168); DCTCP turns it on itself.
     pub ecn: bool,
@@ -275,6 +279,7 @@ impl Default for TcpConfig {
             rack: true,
             tlp: true,
             pacing: false,
+            tso: true,
             slow_start_after_idle: true,
             ecn: false,
             prr: true,

@@ -233,6 +233,7 @@ pub fn build(seed: u64, spec: &ConnSpec<'_>, session: u32) -> Result<Flow, Confi
         rack: t.rack && sack,
         tlp: t.tlp && sack,
         pacing: t.pacing,
+        tso: t.tso,
         slow_start_after_idle: t.slow_start_after_idle,
         app: spec.app,
         relay: spec.relay_sender,

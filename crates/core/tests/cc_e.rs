@@ -253,10 +253,13 @@ fn two_dctcp_flows_share_the_link_fairly() {
     // marking probability → equal shares (Jain's index 1).
     // Without pacing, this deterministic simulator (no jitter) shows phase effects: the
     // ACK-clocked bursts of the two flows meet the step-marking queue at fixed phases and
-    // one flow can get most marks (see the report); pacing removes the bursts.
+    // one flow can get most marks (see the report). Pacing segment by segment removes the
+    // bursts; with TSO a paced sender still sends ~64 KB bursts at 1 ms RTT (Linux
+    // tcp_tso_autosize), so TSO is off here, as `ethtool -K tso off gso off` would have it.
     let mk = |access_delay_ns: u64| {
         let mut f = flow("dctcp", false, 0);
         f.tcp.pacing = true;
+        f.tcp.tso = false;
         f.access = Some(AccessConfig {
             rate_bps: 10 * GBPS,
             delay_ns: access_delay_ns,

@@ -80,6 +80,8 @@ def kernel_tcp(tcp: Mapping[str, Any], cca: str, where: str) -> KernelTcp:
         notes.append(
             f"{where}.tcp.pacing = true: Linux paces {cca} only under sch_fq; not emulated"
         )
+    if not tcp.get("tso", True):
+        notes.append(f"{where}.tcp.tso = false: the kernel keeps TSO/GSO on; not emulated")
     if tcp.get("stack", "linux") != "linux":
         notes.append(f"{where}.tcp.stack = {tcp.get('stack')!r}: the kernel's own TCP runs")
     return KernelTcp(

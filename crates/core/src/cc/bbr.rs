@@ -939,6 +939,10 @@ impl CongestionControl for Bbr {
         true
     }
 
+    fn min_tso_segs(&self, _w: &Window) -> u32 {
+        Bbr::min_tso_segs(self)
+    }
+
     fn pacing_rate_bps(&self, w: &Window) -> Option<u64> {
         if self.initialized {
             Some(self.pacing_rate * 8)

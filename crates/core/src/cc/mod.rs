@@ -59,6 +59,9 @@ use crate::time::{SimDuration, SimTime};
 use std::collections::BTreeMap;
 
 /// Linux `TCP_INFINITE_SSTHRESH`.
+/// Linux `sysctl_tcp_min_tso_segs` (default 2).
+pub const TCP_MIN_TSO_SEGS: u32 = 2;
+
 pub const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
 
 /// Linux congestion-avoidance states (`TCP_CA_*`), in Linux's order (comparisons matter).
@@ -334,6 +337,12 @@ pub trait CongestionControl {
         None
     }
 
+    /// Fewest segments a paced sender puts in one TSO/GSO burst (Linux
+    /// `ca_ops->min_tso_segs`, else the `tcp_min_tso_segs` sysctl).
+    fn min_tso_segs(&self, _w: &Window) -> u32 {
+        TCP_MIN_TSO_SEGS
+    }
+
     /// A data segment left (for algorithms that schedule their own sending).
     fn on_packet_sent(&mut self, _w: &Window, _bytes: u32) {}
 
@@ -565,6 +574,10 @@ impl CongestionControl for Cc {
     #[inline]
     fn pacing_rate_bps(&self, w: &Window) -> Option<u64> {
         dispatch!(self, c => c.pacing_rate_bps(w))
+    }
+    #[inline]
+    fn min_tso_segs(&self, w: &Window) -> u32 {
+        dispatch!(self, c => c.min_tso_segs(w))
     }
     #[inline]
     fn on_packet_sent(&mut self, w: &Window, bytes: u32) {

@@ -39,6 +39,8 @@ pub struct SenderConfig {
     pub rack: bool,
     pub tlp: bool,
     pub pacing: bool,
+    /// Paced skbs hold several segments (TSO/GSO); false: one segment each.
+    pub tso: bool,
     pub slow_start_after_idle: bool,
     pub app: AppConfig,
     /// The data comes from a relay (a split-TCP PEP): it is supplied as it arrives
@@ -76,6 +78,13 @@ pub enum XmitTimer {
     /// is in flight to bring its update.
     Probe,
 }
+
+/// Linux `sk_pacing_shift` default: a paced skb holds ~1/1024 s of data.
+const SK_PACING_SHIFT: u32 = 10;
+/// Linux `sysctl_tcp_tso_rtt_log`: the 64 KB TSO allowance halves per 2^9 µs of min RTT.
+const TSO_RTT_LOG: u32 = 9;
+/// Linux `GSO_LEGACY_MAX_SIZE`: the largest skb a TSO/GSO burst fills.
+const GSO_MAX_BYTES: u64 = 65_536;
 
 /// Counters of a sender.
 #[derive(Debug, Clone, Default)]
@@ -188,6 +197,9 @@ pub struct Sender {
     pub(crate) retransmits: u32,
     pub(crate) pace_next: SimTime,
     pub(crate) pace_timer: Option<SimTime>,
+    /// Segments the TSO/GSO burst being built may still take without a pacing check
+    /// (Linux paces per skb, and a paced skb holds `tcp_tso_autosize` segments).
+    burst_left: u32,
     pub(crate) hs_timer: Option<SimTime>,
     pub(crate) hs_sent_at: SimTime,
     pub(crate) hs_retransmitted: bool,
@@ -253,6 +265,7 @@ impl Sender {
             retransmits: 0,
             pace_next: SimTime::ZERO,
             pace_timer: None,
+            burst_left: 0,
             hs_timer: None,
             hs_sent_at: SimTime::ZERO,
             hs_retransmitted: false,
@@ -506,14 +519,36 @@ impl Sender {
         None
     }
 
+    /// Linux `tcp_tso_autosize` (`tcp_tso_segs`): segments per skb of a paced sender — about
+    /// 1 ms of data at the pacing rate (`sk_pacing_shift` 10), plus 64 KB halved per 512 µs
+    /// of min RTT (`tcp_tso_rtt_log` 9), at most 64 KB, at least the module's minimum.
+    fn tso_segs(&self, rate_bytes: u64) -> u32 {
+        if !self.cfg.tso {
+            return 1;
+        }
+        let mut bytes = rate_bytes >> SK_PACING_SHIFT;
+        if let Some(r) = self.min_rtt().map(|m| m.us() >> TSO_RTT_LOG) {
+            if r < 32 {
+                bytes += GSO_MAX_BYTES >> r;
+            }
+        }
+        let segs = (bytes.min(GSO_MAX_BYTES) / self.w.mss.max(1) as u64) as u32;
+        segs.max(self.cc.min_tso_segs(&self.w))
+    }
+
     /// Account a transmission for pacing (Linux `tcp_update_skb_after_send`; the first 10
-    /// segments are not paced).
+    /// segments are not paced). The segments of one skb leave back to back: the first one
+    /// waits for the pacing slot and opens a burst of `tso_segs`, the others follow at once.
     fn pace_after_send(&mut self, now: SimTime, payload_bytes: u32) {
         if self.data_segs_out < 10 {
             return;
         }
         if let Some(rate) = self.pacing_rate_bytes() {
             if rate > 0 {
+                if self.burst_left == 0 {
+                    self.burst_left = self.tso_segs(rate);
+                }
+                self.burst_left -= 1;
                 let len = serialization_time(payload_bytes as u64, rate.saturating_mul(8));
                 let base = if self.pace_next > now {
                     self.pace_next
@@ -527,6 +562,9 @@ impl Sender {
 
     #[inline]
     fn pacing_blocked(&mut self, now: SimTime) -> bool {
+        if self.burst_left > 0 {
+            return false;
+        }
         if self.pace_next > now && self.pacing_rate_bytes().is_some() {
             self.pace_timer = Some(self.pace_next);
             return true;
@@ -687,6 +725,9 @@ impl Sender {
     }
 
     fn after_write(&mut self, now: SimTime, sent_any: bool, cwnd_limited: bool) {
+        // An skb is built in one pass of the write loop: what cwnd or the data cut short
+        // stays a smaller skb, already paced as such.
+        self.burst_left = 0;
         let cwnd_limited = cwnd_limited || self.in_flight() >= self.w.cwnd;
         if sent_any {
             self.probes = 0;
@@ -857,6 +898,12 @@ mod tests {
     /// A Linux Reno file server (3 segments of 1000 B) that got the client's SYN and
     /// request at t = 0 and 100 ms and sent the whole file (IW 10 covers it).
     fn file_server_sent_all() -> (Sender, Vec<Packet>) {
+        file_server(3000, false)
+    }
+
+    /// A Linux Reno file server of `size_bytes` (1000 B segments, IW 10) that got the
+    /// client's SYN and request at t = 0 and 100 ms and sent its initial window.
+    fn file_server(size_bytes: u64, pacing: bool) -> (Sender, Vec<Packet>) {
         let init = crate::cc::FlowInit {
             mss: 1000,
             initial_window: 10,
@@ -877,9 +924,10 @@ mod tests {
             frto: true,
             rack: true,
             tlp: true,
-            pacing: false,
+            pacing,
+            tso: true,
             slow_start_after_idle: true,
-            app: AppConfig::File { size_bytes: 3000 },
+            app: AppConfig::File { size_bytes },
             relay: false,
             ecn: false,
             ecn_always_ect: false,
@@ -915,6 +963,41 @@ mod tests {
             ts_val: 5,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn paced_sender_sends_two_segment_bursts_at_the_pacing_rate() {
+        // IW 10 leaves unpaced at 100 ms. Its ACK at 200 ms (RTT 100 ms) opens cwnd to 20;
+        // Linux then paces at 200 % of cwnd/srtt in slow start: 2 · 20 · 1000 B / 0.1 s =
+        // 400 kB/s, whose ~1 ms skb (390 B) is below one MSS, so each skb holds the minimum
+        // 2 segments. They leave together; the next skb waits 2000 B / 400 kB/s = 5 ms.
+        let (mut s, iw) = file_server(100_000, true);
+        assert_eq!(iw.len(), 10);
+        let mut out = vec![];
+        s.on_packet(ms(200), &from_client(PacketKind::Ack, 10_000), &mut out);
+        let data: Vec<_> = out.iter().filter(|p| p.len > 0).collect();
+        assert_eq!(data.len(), 2, "one skb of two segments");
+        assert_eq!(s.pace_next, ms(205));
+        assert_eq!(s.pace_timer, Some(ms(205)));
+    }
+
+    #[test]
+    fn paced_skbs_hold_about_a_millisecond_of_data_and_more_on_short_paths() {
+        // Linux tcp_tso_autosize with MSS 1000 and the sysctl minimum of 2 segments:
+        let (mut s, _) = file_server_sent_all();
+        let mut at_min_rtt = |us: u64, rate_bytes: u64| {
+            s.min_rtt = WindowedMin::default();
+            s.min_rtt.update(MIN_RTT_WINDOW, ms(200), us * 1_000);
+            s.tso_segs(rate_bytes)
+        };
+        // 10 Mbit/s, 20 ms: 1_250_000 >> 10 = 1220 B < 1 MSS (20_000 >> 9 = 39: no bonus) → 2
+        assert_eq!(at_min_rtt(20_000, 1_250_000), 2);
+        // 100 Mbit/s, 20 ms: 12_207 B → 12 segments
+        assert_eq!(at_min_rtt(20_000, 12_500_000), 12);
+        // 10 Mbit/s, 2 ms: 2_000 >> 9 = 3, + 65_536 >> 3 = 8_192 → 9_412 B → 9 segments
+        assert_eq!(at_min_rtt(2_000, 1_250_000), 9);
+        // 10 Mbit/s, 200 µs: + 65_536 → capped at 65_536 B → 65 segments
+        assert_eq!(at_min_rtt(200, 1_250_000), 65);
     }
 
     #[test]
