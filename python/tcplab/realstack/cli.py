@@ -195,6 +195,14 @@ def print_agreement(rows: list[Agreement]) -> None:
             num(row.difference, "+.3f"),
         )
     console.print(table)
+    for row in rows:
+        if row.models:
+            models = ", ".join(f"{name} {value:.3f}" for name, value in row.models.items())
+            console.print(f"theory, {row.cca} flow {row.flow} ({row.unit}): {models}")
+    if any("CUBIC" in row.models for row in rows):
+        from ..render import CUBIC_MODEL
+
+        console.print(f"CUBIC: {CUBIC_MODEL}")
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
