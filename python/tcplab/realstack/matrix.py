@@ -35,7 +35,6 @@ from ..normalize import normalize
 from ..result import RunResult
 from ..runner import run_normalized_parallel
 from ..units import parse_duration_ns
-from . import features
 from .emulate import Emulation
 from .kernel_cache import CacheKey, Identity, KernelCache
 from .validate import goodput_models
@@ -300,7 +299,6 @@ def run_matrix(
     if todo:
         if emulate is None or cache is None:
             raise ScenarioError("validate --matrix: kernel runs needed but no emulator given")
-        features.check_base()
         todo.sort(key=lambda i: kernel_order(matrix[i]))
         for n, i in enumerate(todo, 1):
             case = matrix[i]
@@ -355,9 +353,11 @@ def _ratio(kernel: float | None, simulated: float | None) -> float | None:
 
 
 def _spread(values: Sequence[float]) -> float | None:
-    """(max - min) / mean over the seeds: 0 for one seed."""
+    """(max - min) / mean over the seeds; None for fewer than two."""
     mean = _mean(values)
-    return None if mean is None or mean == 0 else (max(values) - min(values)) / mean
+    if len(values) < 2 or mean is None or mean == 0:
+        return None
+    return (max(values) - min(values)) / mean
 
 
 @dataclass(frozen=True)

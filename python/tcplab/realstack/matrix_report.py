@@ -224,12 +224,17 @@ def case_figure(row: MatrixRow) -> Figure:
     return fig
 
 
-def _table_html(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+def _table_html(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], text_columns: int = 0
+) -> str:
+    """A table; the first `text_columns` columns are left-aligned text (names)."""
     out = ["<table><tr>", *(f"<th>{html.escape(h)}</th>" for h in headers), "</tr>"]
     for cells in rows:
         out.append("<tr>")
         out += [
-            f'<td class="t">{html.escape(c)}</td>' if i < 2 else f"<td>{html.escape(c)}</td>"
+            f'<td class="t">{html.escape(c)}</td>'
+            if i < text_columns
+            else f"<td>{html.escape(c)}</td>"
             for i, c in enumerate(cells)
         ]
         out.append("</tr>")
@@ -259,7 +264,7 @@ def build_html(summary: MatrixSummary) -> str:
         f"<title>tcplab: simulator vs kernel</title><style>{CSS}</style></head><body>",
         "<h1>Simulator vs Linux kernel: agreement matrix</h1>",
         f"<p class='meta'>tcplab {html.escape(__version__)}</p>",
-        _table_html(HEADERS, [row_cells(row) for row in summary.rows]),
+        _table_html(HEADERS, [row_cells(row) for row in summary.rows], text_columns=2),
         *(f"<p class='meta'>{html.escape(line)}</p>" for line in legend(summary)),
     ]
     for i, row in enumerate(summary.rows):
