@@ -7,15 +7,18 @@ what produced it: the effective normalized scenario (`study.scenario_hash`, with
 name) and seed, the kernel release, the emulator (`tcplab-emu version`: its version and a
 fingerprint of the sources it emulates with, so simulator-only changes keep the cache) and
 tcplab's version. Stored per run: the scenario, the result JSON (`RunResult.from_json` reads
-it), the raw recording it was converted from (`emulate.recording`), the emulation's notes,
-the iperf3 version, wall time, and the per-second series as rows of `kernel_series`.
+it), the raw recording it was converted from (`emulate.recording`: iperf3's JSON every
+100 ms, ~1 MB per 120 s run), the emulation's notes, what produced it (kernel, iperf3 and
+link emulation, as the result's version string), wall time, and the per-second series as
+rows of `kernel_series`.
 
 Each run is written in one transaction as soon as it finishes, so Ctrl-C or a kill between
 or during runs loses at most the run in progress; DuckDB's write-ahead log makes a committed
 run survive a killed process. `duckdb` is imported only when a cache is opened.
 
 Tables (schema version in `kernel_cache_meta`): `kernel_runs` (key, `created`,
-`scenario_json`, `result_json`, `recording_json`, `notes_json`, `iperf3_version`, `wall_s`),
+`scenario_json`, `result_json`, `recording_json`, `notes_json`, `producer` (the result's
+version string: kernel, iperf3, link emulation), `wall_s`),
 `kernel_series` (key, `flow`, `t_s`, `goodput_bps`, `rtt_ms`, `cwnd_bytes`, `retransmits`).
 """
 
@@ -47,7 +50,7 @@ CREATE TABLE IF NOT EXISTS kernel_runs (
     scenario_hash VARCHAR NOT NULL, seed UBIGINT NOT NULL, kernel_release VARCHAR NOT NULL,
     emulator VARCHAR NOT NULL, tcplab_version VARCHAR NOT NULL, created TIMESTAMP,
     scenario_json VARCHAR, result_json VARCHAR, recording_json VARCHAR, notes_json VARCHAR,
-    iperf3_version VARCHAR, wall_s DOUBLE,
+    producer VARCHAR, wall_s DOUBLE,
     PRIMARY KEY ({_KEY_COLUMNS}));
 CREATE TABLE IF NOT EXISTS kernel_series (
     scenario_hash VARCHAR NOT NULL, seed UBIGINT NOT NULL, kernel_release VARCHAR NOT NULL,
@@ -118,7 +121,7 @@ class StoredRun:
     result_data: Mapping[str, Any]
     recording: Mapping[str, Any]
     notes: tuple[str, ...]
-    iperf3_version: str
+    producer: str
     wall_s: float
 
 
@@ -192,7 +195,7 @@ class KernelCache:
         """The run stored under exactly `key`."""
         row = self.con.execute(
             f"SELECT {_KEY_COLUMNS}, created, scenario_json, result_json, recording_json, "
-            f"notes_json, iperf3_version, wall_s FROM kernel_runs WHERE {_where()}",
+            f"notes_json, producer, wall_s FROM kernel_runs WHERE {_where()}",
             key.values(),
         ).fetchone()
         return None if row is None else _stored(row)
@@ -202,7 +205,7 @@ class KernelCache:
         it (for `--sim-only` on a machine or build whose own runs are not cached)."""
         row = self.con.execute(
             f"SELECT {_KEY_COLUMNS}, created, scenario_json, result_json, recording_json, "
-            "notes_json, iperf3_version, wall_s FROM kernel_runs "
+            "notes_json, producer, wall_s FROM kernel_runs "
             "WHERE scenario_hash = ? AND seed = ? ORDER BY created DESC LIMIT 1",
             [scenario_hash, seed],
         ).fetchone()
@@ -219,7 +222,7 @@ class KernelCache:
         result_data: Mapping[str, Any],
         recording: Mapping[str, Any],
         notes: tuple[str, ...] = (),
-        iperf3_version: str = "",
+        producer: str = "",
     ) -> None:
         """Store a kernel run (replacing one under the same key) and its per-second series,
         in one transaction."""
@@ -247,7 +250,7 @@ class KernelCache:
                     json.dumps(dict(result_data)),
                     json.dumps(dict(recording)),
                     json.dumps(list(notes)),
-                    iperf3_version,
+                    producer,
                     result.wall_s,
                 ],
             )
@@ -273,7 +276,7 @@ def _stored(row: tuple[Any, ...]) -> StoredRun:
         result,
         recording,
         notes,
-        iperf3,
+        producer,
         wall,
     ) = row
     key = CacheKey(str(h), int(seed), Identity(str(kernel), str(emulator), str(version)))
@@ -285,6 +288,6 @@ def _stored(row: tuple[Any, ...]) -> StoredRun:
         result_data=data,
         recording=json.loads(recording) if recording else {},
         notes=tuple(json.loads(notes) if notes else ()),
-        iperf3_version=str(iperf3 or ""),
+        producer=str(producer or ""),
         wall_s=float(wall or 0.0),
     )

@@ -71,7 +71,7 @@ def record(db: Path) -> None:
                 },
                 "identity": identity.to_json_dict(),
                 "created": stored.created.isoformat(timespec="seconds") + "Z",
-                "producer": stored.iperf3_version,
+                "producer": stored.producer,
                 "notes": list(stored.notes),
                 "scenario": case.normalized,
                 "result": stored.result_data,
