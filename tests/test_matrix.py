@@ -10,6 +10,7 @@ machine cannot.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -20,7 +21,7 @@ from typing import Any
 import pytest
 from conftest import render_in_chromium, run_cli
 from tcplab.catalogue import ccas
-from tcplab.realstack import features, matrix
+from tcplab.realstack import cleanup, features, matrix
 from tcplab.realstack.emulate import Emulation
 from tcplab.realstack.kernel_cache import Identity, KernelCache, current_identity
 from tcplab.realstack.matrix import CaseResult, KernelSide, MatrixCase, MatrixSummary
@@ -619,3 +620,32 @@ def test_real_matrix_rerun_takes_the_kernel_from_the_cache(real_matrix: dict[str
         )
     page = (real_matrix["out"] / "matrix.html").read_text()
     assert page.count("class='fig'") == 2
+
+
+@needs_realstack
+def test_ctrl_c_during_a_kernel_case_keeps_the_finished_ones(tmp_path: Path) -> None:
+    db = tmp_path / "cache.duckdb"
+    argv = [sys.executable, "-m", "tcplab", "validate", "--matrix", "--ccas", "cubic"]
+    argv += ["--paths", "terrestrial", "--per", "0,1e-3", "--seeds", "1", "--duration", "5s"]
+    proc = subprocess.Popen(
+        [*argv, "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stderr is not None
+    seen = []
+    for line in proc.stderr:  # the first case is stored before the second one is announced
+        seen.append(line)
+        if line.startswith("matrix: kernel 2/2"):
+            break
+    time.sleep(2.0)  # into the second emulation
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, "".join(seen) + err
+    lines = err.strip().splitlines()
+    assert lines[-1] == "error: interrupted"
+    assert f"matrix: interrupted; 1 kernel run(s) are in {db}" in err
+    with KernelCache(db, read_only=True) as cache:
+        (key,) = cache.keys()
+    assert key.seed == 1
+    assert not [ns for ns in cleanup.namespaces() if cleanup.owner_pid(ns) == proc.pid]
+    planned = run_cli("validate", "--matrix", *argv[5:], "--db", str(db), "--plan", "--json")
+    assert [c["kernel"] for c in json.loads(planned.stdout)["cases"]] == ["cached", "to run"]

@@ -250,6 +250,11 @@ def _matrix(args: argparse.Namespace) -> int:
     from .emulate import emulate_normalized
 
     with KernelCache(db, read_only=args.sim_only) as cache:
+        planned = matrix.plan(cases, cache, identity)
+        if not args.sim_only and (args.rerun_kernel or any(p.status != "cached" for p in planned)):
+            from . import features
+
+            features.check_base()  # before simulating: say what the machine lacks at once
         try:
             results = matrix.run_matrix(
                 cases,

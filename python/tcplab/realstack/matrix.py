@@ -308,6 +308,11 @@ def run_matrix(
             )
             emulation = emulate(case.normalized)
             result = emulation.result
+            sim_bps, kernel_bps = simulated[i].flows[0].goodput_bps, result.flows[0].goodput_bps
+            progress(
+                f"  done in {result.wall_s:.0f} s: goodput kernel {kernel_bps / 1e6:.3f}, "
+                f"simulator {sim_bps / 1e6:.3f} Mbit/s"
+            )
             cache.put(
                 case.key(identity),
                 result,
