@@ -52,7 +52,11 @@ def case_of(name: str) -> MatrixCase:
 
 def emulation_of(name: str) -> Emulation:
     doc = fixture(name)
-    return Emulation(result_of(name), tuple(doc["notes"]), {}, result_data=doc["result"])
+    # the fixtures keep no iperf3 recording; a stand-in shows that the cache keeps it
+    recording = {"normalized": doc["scenario"], "clients": [{"fixture": name}], "emu": {}}
+    return Emulation(
+        result_of(name), tuple(doc["notes"]), {}, result_data=doc["result"], recording=recording
+    )
 
 
 def kernel_side(name: str, stale: bool = False) -> KernelSide:
@@ -309,6 +313,7 @@ def test_a_second_run_takes_the_kernel_runs_from_the_cache(tmp_path: Path) -> No
     assert kernel.result.flows[0].goodput_bps == RECORDED["cubic-geo-per0.001-seed1"][0]
     # what is stored: the result JSON, its per-second series as rows, the identity
     assert stored is not None and stored.result_data == fixture(NAMES[1])["result"]
+    assert stored.recording == emulation_of(NAMES[1]).recording
     with KernelCache(db) as cache:
         series = cache.con.execute(
             "SELECT t_s, cwnd_bytes FROM kernel_series WHERE scenario_hash = ? ORDER BY t_s",

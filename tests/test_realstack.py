@@ -26,7 +26,7 @@ from tcplab.normalize import normalize
 from tcplab.realstack import bins, cleanup, features, fileflow, sockbuf
 from tcplab.realstack.calibrate import calibrate
 from tcplab.realstack.convert import FlowRun, Grid, links_json, result_json
-from tcplab.realstack.emulate import emulate_normalized
+from tcplab.realstack.emulate import emulate_normalized, recorded_result
 from tcplab.realstack.errors import MissingFeature
 from tcplab.realstack.iperf import Sample, client_argv, receiver_samples
 from tcplab.realstack.kernel_tcp import kernel_tcp
@@ -412,6 +412,12 @@ def test_bulk_goodput_is_the_receivers_bytes_over_the_run() -> None:
     assert result.bottleneck.packets_tx > 0 and "late_mean_ns" in result.bottleneck.extra
     assert len(result.series.t_ns) == 4 == len(result.series.flows[0].goodput_bps)
     assert sum(result.series.flows[0].goodput_bps) / 8 == pytest.approx(delivered)
+
+
+def test_an_emulations_recording_converts_again_to_the_same_result() -> None:
+    data = json.loads((FIXTURES / "pep-distributed.json").read_text())
+    again = recorded_result(data, "test", wall_s=1.0)
+    assert again.to_json_dict() == converted("pep-distributed").to_json_dict()
 
 
 def test_download_completes_when_the_receiver_has_the_whole_file() -> None:

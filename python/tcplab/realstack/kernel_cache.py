@@ -8,16 +8,16 @@ name) and seed, the kernel release, the emulator (`tcplab-emu version`: its vers
 fingerprint of the sources it emulates with, so simulator-only changes keep the cache) and
 tcplab's version. Stored per run: the scenario, the result JSON (`RunResult.from_json` reads
 it), the raw recording it was converted from (`emulate.recording`: iperf3's JSON every
-100 ms, ~1 MB per 120 s run), the emulation's notes, what produced it (kernel, iperf3 and
-link emulation, as the result's version string), wall time, and the per-second series as
-rows of `kernel_series`.
+100 ms, ~1 MB per 120 s run, zlib-compressed), the emulation's notes, what produced it
+(kernel, iperf3 and link emulation: the result's version string), wall time, and the
+per-second series as rows of `kernel_series`.
 
 Each run is written in one transaction as soon as it finishes, so Ctrl-C or a kill between
 or during runs loses at most the run in progress; DuckDB's write-ahead log makes a committed
 run survive a killed process. `duckdb` is imported only when a cache is opened.
 
 Tables (schema version in `kernel_cache_meta`): `kernel_runs` (key, `created`,
-`scenario_json`, `result_json`, `recording_json`, `notes_json`, `producer` (the result's
+`scenario_json`, `result_json`, `recording_json_zlib`, `notes_json`, `producer` (the result's
 version string: kernel, iperf3, link emulation), `wall_s`),
 `kernel_series` (key, `flow`, `t_s`, `goodput_bps`, `rtt_ms`, `cwnd_bytes`, `retransmits`).
 """
@@ -29,6 +29,7 @@ import json
 import os
 import platform
 import subprocess
+import zlib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -49,7 +50,7 @@ CREATE TABLE IF NOT EXISTS kernel_cache_meta (key VARCHAR PRIMARY KEY, value VAR
 CREATE TABLE IF NOT EXISTS kernel_runs (
     scenario_hash VARCHAR NOT NULL, seed UBIGINT NOT NULL, kernel_release VARCHAR NOT NULL,
     emulator VARCHAR NOT NULL, tcplab_version VARCHAR NOT NULL, created TIMESTAMP,
-    scenario_json VARCHAR, result_json VARCHAR, recording_json VARCHAR, notes_json VARCHAR,
+    scenario_json VARCHAR, result_json VARCHAR, recording_json_zlib BLOB, notes_json VARCHAR,
     producer VARCHAR, wall_s DOUBLE,
     PRIMARY KEY ({_KEY_COLUMNS}));
 CREATE TABLE IF NOT EXISTS kernel_series (
@@ -194,7 +195,7 @@ class KernelCache:
     def get(self, key: CacheKey) -> StoredRun | None:
         """The run stored under exactly `key`."""
         row = self.con.execute(
-            f"SELECT {_KEY_COLUMNS}, created, scenario_json, result_json, recording_json, "
+            f"SELECT {_KEY_COLUMNS}, created, scenario_json, result_json, recording_json_zlib, "
             f"notes_json, producer, wall_s FROM kernel_runs WHERE {_where()}",
             key.values(),
         ).fetchone()
@@ -204,7 +205,7 @@ class KernelCache:
         """The newest run of a scenario and seed, whatever kernel, emulator or tcplab made
         it (for `--sim-only` on a machine or build whose own runs are not cached)."""
         row = self.con.execute(
-            f"SELECT {_KEY_COLUMNS}, created, scenario_json, result_json, recording_json, "
+            f"SELECT {_KEY_COLUMNS}, created, scenario_json, result_json, recording_json_zlib, "
             "notes_json, producer, wall_s FROM kernel_runs "
             "WHERE scenario_hash = ? AND seed = ? ORDER BY created DESC LIMIT 1",
             [scenario_hash, seed],
@@ -248,7 +249,7 @@ class KernelCache:
                     _dt.datetime.now(_dt.UTC).replace(tzinfo=None),
                     json.dumps(dict(result.scenario)),
                     json.dumps(dict(result_data)),
-                    json.dumps(dict(recording)),
+                    zlib.compress(json.dumps(dict(recording)).encode(), 6),
                     json.dumps(list(notes)),
                     producer,
                     result.wall_s,
@@ -286,7 +287,7 @@ def _stored(row: tuple[Any, ...]) -> StoredRun:
         created=created,
         result=RunResult.from_json(data, wall_s=float(wall or 0.0), scenario=json.loads(scenario)),
         result_data=data,
-        recording=json.loads(recording) if recording else {},
+        recording=json.loads(zlib.decompress(recording)) if recording else {},
         notes=tuple(json.loads(notes) if notes else ()),
         producer=str(producer or ""),
         wall_s=float(wall or 0.0),
