@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -54,6 +55,37 @@ def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[
         cwd=cwd,
         check=False,
     )
+
+
+def render_in_chromium(page: Path, tmp_path: Path) -> str:
+    """Load an HTML report in headless Chromium; the attributes of its rendered `<body>`
+    (where the reports' check script records `data-figures` and `data-errors`). Skips when
+    Chromium is not installed (`make test` installs Debian's)."""
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        pytest.skip("chromium is not installed (make test installs Debian's chromium)")
+    proc = subprocess.run(
+        [
+            browser,
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-500:]
+    return proc.stdout[proc.stdout.index("<body") :].split(">", 1)[0]
 
 
 @pytest.fixture

@@ -226,6 +226,13 @@ def test_demo(tmp_path: Path) -> None:
     assert [row["cca"] for row in rows] == names
     # Mathis for p = 1e-4, RTT 500.4 ms, MSS 1448: 2,835,221 bit/s (see test_theory)
     assert float(rows[0]["mathis_bps"]) == pytest.approx(2_835_220.7, rel=1e-7)
+    # CUBIC's response function, for the cubic row only: 1.0538289 x 0.5004^0.75 / 1e-4^0.75
+    # = 1.0538289 x 0.5949603 / 0.001 = 626.986 segments x 11,584 bit / 0.5004 s
+    # = 14,514,408 bit/s (far above the 4 Mbit/s link: CUBIC is not loss-limited here)
+    by_cca = {row["cca"]: row for row in rows}
+    assert float(by_cca["cubic"]["cubic_bps"]) == pytest.approx(14_514_408, rel=1e-6)
+    assert all(row["cubic_bps"] == "" for row in rows if row["cca"] != "cubic")
+    assert "CUBIC model (RFC 9438 §5.1" in proc.stdout
     markdown = (out / "summary.md").read_text()
     assert all(f"| {name} |" in markdown for name in names)
     assert "Mathis" in proc.stdout

@@ -23,10 +23,10 @@ import pytest
 from conftest import REPO, SCENARIOS, run_cli
 from tcplab.loader import load_scenario
 from tcplab.normalize import normalize
-from tcplab.realstack import bins, cleanup, features, fileflow
+from tcplab.realstack import bins, cleanup, features, fileflow, sockbuf
 from tcplab.realstack.calibrate import calibrate
 from tcplab.realstack.convert import FlowRun, Grid, links_json, result_json
-from tcplab.realstack.emulate import emulate_normalized
+from tcplab.realstack.emulate import emulate_normalized, recorded_result
 from tcplab.realstack.errors import MissingFeature
 from tcplab.realstack.iperf import Sample, client_argv, receiver_samples
 from tcplab.realstack.kernel_tcp import kernel_tcp
@@ -239,6 +239,89 @@ def test_tcp_options_map_to_sysctls_routes_and_window() -> None:
     assert tcp.notes == ("flows[1].tcp.prr = false: Linux always uses PRR; emulated with PRR",)
 
 
+def test_a_large_receive_window_raises_the_hosts_buffer_maxima() -> None:
+    tcp = kernel_tcp({"rwnd_bytes": 16_000_000}, "cubic", "flows[0]")
+    assert tcp.window_bytes == 16_000_000
+    # min and default stay Linux's; the maxima grow to the window
+    assert tcp.sysctls["net.ipv4.tcp_rmem"] == "4096 131072 16000000"
+    assert tcp.sysctls["net.ipv4.tcp_wmem"] == "4096 16384 16000000"
+    small = kernel_tcp({"rwnd_bytes": 65535}, "cubic", "flows[0]")
+    assert small.sysctls["net.ipv4.tcp_rmem"] == "4096 131072 6291456"
+    plan = plan_topology(
+        dumbbell([flow(tcp={"rwnd_bytes": 65535}), flow(tcp={"rwnd_bytes": 16_000_000})]), "7x9"
+    )
+    assert plan.socket_buffer_bytes == 16_000_000
+    assert plan.hosts == ("tcplab-7x9-s0", "tcplab-7x9-c0", "tcplab-7x9-s1", "tcplab-7x9-c1")
+    assert plan_topology(dumbbell(), "7x9").socket_buffer_bytes is None
+
+
+class _FakeSysctls:
+    """net.core.*mem_max as a kernel shows them: global (a child namespace sees the initial
+    namespace's value and cannot write it) or per namespace."""
+
+    def __init__(self, per_netns: bool, value: int = 4_194_304) -> None:
+        self.per_netns = per_netns
+        self.host: dict[str, int] = dict.fromkeys(sockbuf.CORE_CEILINGS, value)
+        self.netns: dict[tuple[str, str], int] = {}
+
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(sockbuf, "read_host", lambda key: self.host[key])
+        monkeypatch.setattr(sockbuf, "write_host", self.host.__setitem__)
+        monkeypatch.setattr(sockbuf, "_read_in", self.read_in)
+        monkeypatch.setattr(sockbuf, "_write_in", self.write_in)
+
+    def read_in(self, netns: str, key: str) -> int:
+        return self.netns.get((netns, key), self.host[key]) if self.per_netns else self.host[key]
+
+    def write_in(self, netns: str, key: str, value: int) -> bool:
+        if self.per_netns:
+            self.netns[(netns, key)] = value
+        return self.per_netns
+
+
+def test_global_socket_buffer_maxima_are_raised_and_put_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    kernel = _FakeSysctls(per_netns=False)
+    kernel.install(monkeypatch)
+    undo, notes = cleanup.Cleanup(), list[str]()
+    sockbuf.raise_ceilings(16_000_000, ["s0", "c0"], undo, notes.append)
+    assert kernel.host == dict.fromkeys(sockbuf.CORE_CEILINGS, 16_000_000)
+    assert len(notes) == 2 and "raised from 4194304 to 16000000" in notes[0]
+    undo.run()
+    assert kernel.host == dict.fromkeys(sockbuf.CORE_CEILINGS, 4_194_304)
+
+
+def test_a_maximum_changed_by_someone_else_meanwhile_is_left_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    kernel = _FakeSysctls(per_netns=False)
+    kernel.install(monkeypatch)
+    undo, notes = cleanup.Cleanup(), list[str]()
+    sockbuf.raise_ceilings(16_000_000, ["s0", "c0"], undo, notes.append)
+    kernel.host["net.core.rmem_max"] = 33_554_432
+    undo.run()
+    assert kernel.host == {"net.core.rmem_max": 33_554_432, "net.core.wmem_max": 4_194_304}
+    assert "left as it is" in notes[-1]
+
+
+def test_per_namespace_maxima_are_set_on_every_host_and_the_global_ones_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    kernel = _FakeSysctls(per_netns=True)
+    kernel.install(monkeypatch)
+    undo, notes = cleanup.Cleanup(), list[str]()
+    sockbuf.raise_ceilings(16_000_000, ["s0", "c0"], undo, notes.append)
+    assert kernel.host == dict.fromkeys(sockbuf.CORE_CEILINGS, 4_194_304)
+    assert {v for v in kernel.netns.values()} == {16_000_000} and len(kernel.netns) == 4
+    assert notes == []
+    # maxima already large enough: nothing is written
+    big = _FakeSysctls(per_netns=False, value=33_554_432)
+    big.install(monkeypatch)
+    sockbuf.raise_ceilings(16_000_000, ["s0", "c0"], undo, notes.append)
+    assert big.host == dict.fromkeys(sockbuf.CORE_CEILINGS, 33_554_432) and notes == []
+
+
 def test_iperf3_client_runs_the_flows_algorithm_for_its_duration() -> None:
     plan = plan_topology(
         dumbbell([flow("bbr"), {**flow(), "app": {"kind": "file", "size_bytes": 10**6}}]), "7x7"
@@ -334,6 +417,12 @@ def test_bulk_goodput_is_the_receivers_bytes_over_the_run() -> None:
     assert result.bottleneck.packets_tx > 0 and "late_mean_ns" in result.bottleneck.extra
     assert len(result.series.t_ns) == 4 == len(result.series.flows[0].goodput_bps)
     assert sum(result.series.flows[0].goodput_bps) / 8 == pytest.approx(delivered)
+
+
+def test_an_emulations_recording_converts_again_to_the_same_result() -> None:
+    data = json.loads((FIXTURES / "pep-distributed.json").read_text())
+    again = recorded_result(data, "test", wall_s=1.0)
+    assert again.to_json_dict() == converted("pep-distributed").to_json_dict()
 
 
 def test_download_completes_when_the_receiver_has_the_whole_file() -> None:
@@ -610,6 +699,23 @@ def test_geo_goodput_and_rtt_agree_with_the_simulator(cca: str) -> None:
     sim_rtt, emu_rtt = simulated.rtt.srtt_time_mean_ns, emulated.rtt.srtt_time_mean_ns
     assert sim_rtt is not None and emu_rtt is not None
     assert emu_rtt == pytest.approx(sim_rtt, rel=RTT_TOLERANCE)
+
+
+@needs_realstack
+def test_a_16_mb_receive_window_emulates_and_leaves_the_global_maxima_as_they_were(
+    write_toml: Any,
+) -> None:
+    # iperf3 -w 16 MB: SO_RCVBUF/SO_SNDBUF above this machine's 4 MiB net.core maxima
+    path = write_toml(
+        'duration = "4s"\n[bottleneck]\nrate = "10Mbps"\ndelay = "10ms"\nqueue = "2bdp"\n'
+        '[[flows]]\ncca = "cubic"\n[flows.tcp]\nrwnd = "16MB"\n'
+    )
+    before = {key: sockbuf.read_host(key) for key in sockbuf.CORE_CEILINGS}
+    done = run_cli("emulate", str(path), "--json")
+    assert done.returncode == 0, done.stderr
+    (f,) = json.loads(done.stdout)["flows"]
+    assert f["goodput_bps"] > 5e6  # of 10 Mbit/s, in 4 s with a 20 ms RTT
+    assert {key: sockbuf.read_host(key) for key in sockbuf.CORE_CEILINGS} == before
 
 
 @needs_realstack

@@ -28,7 +28,7 @@ def test_there_are_scenarios() -> None:
     expected = {"geo-sat.toml", "geo-asym.toml", "terrestrial-40ms.toml", "lan.toml"}
     assert expected | {"two-flows.toml", "file-download.toml"} <= names
     assert {"ecn-reno.toml", "ns2-goodput.toml"} <= names
-    assert PACKAGE_DATA == ["geo-sat.toml"]
+    assert PACKAGE_DATA == ["geo-sat.toml", "matrix-geo.toml", "matrix-terrestrial.toml"]
 
 
 @pytest.mark.parametrize("path", SCENARIO_FILES, ids=lambda p: p.name)

@@ -8,7 +8,6 @@ import json
 import math
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd  # type: ignore[import-untyped]
 import pytest
+from conftest import render_in_chromium
 from tcplab.aggregate import aggregate, ci95, t975
 from tcplab.errors import ScenarioError
 from tcplab.report import write_report
@@ -220,14 +220,7 @@ def test_dask_local_cluster_runs_the_same_sweep(tmp_path: Path) -> None:
     )
 
 
-def _chromium() -> str | None:
-    return shutil.which("chromium") or shutil.which("chromium-browser")
-
-
 def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
-    browser = _chromium()
-    if browser is None:
-        pytest.skip("chromium is not installed (make test installs Debian's chromium)")
     st = study_from_dict(small_study())
     with Store(tmp_path / "r.duckdb") as store:
         run_study(st, store, jobs=2, progress=False)
@@ -237,28 +230,7 @@ def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     assert not re.search(
         r"""(src|href)\s*=\s*["']?(https?:|//)|url\(\s*["']?https?:|@import""", text
     )
-    proc = subprocess.run(
-        [
-            browser,
-            "--headless=new",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            f"--user-data-dir={tmp_path / 'profile'}",
-            "--dump-dom",
-            out.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-500:]
-    body = proc.stdout[proc.stdout.index("<body") :].split(">", 1)[0]
+    body = render_in_chromium(out, tmp_path)
     # every figure rendered with a non-zero size, and no script error happened
     n_figs = text.count("class='fig'")
     assert n_figs >= 6

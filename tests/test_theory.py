@@ -1,4 +1,5 @@
-"""Mathis and Padhye formulas against hand-computed numbers (intermediate steps in comments)."""
+"""Mathis, Padhye and CUBIC formulas against hand-computed numbers (intermediate steps in
+comments)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ from typing import Any
 
 import pytest
 from tcplab.theory import (
+    aimd_window_pkts,
+    cubic_bps,
+    cubic_window_pkts,
     flow_bounds,
     link_cap_bps,
     mathis_bps,
@@ -68,12 +72,50 @@ def test_padhye_delayed_acks() -> None:
     assert padhye_bps(1448, 0.1, 1e-2, rto_s=1.0, b=2) == pytest.approx(818_460.8, rel=1e-6)
 
 
+def test_cubic_response_function_on_a_geo_path() -> None:
+    """RTT 0.5 s, p = 1e-3, MSS 1448 B, C = 0.4, beta = 0.7 (RFC 9438 §5.1):
+
+    C(3 + beta) / (4(1 - beta)) = 0.4 x 3.7 / 1.2 = 1.2333333; fourth root 1.0538289
+    RTT^0.75 = 0.5^0.75 = 0.5946036; p^0.75 = 10^-2.25 = 0.0056234133; ratio 105.73713
+    concave window = 1.0538289 x 105.73713 = 111.42884 segments
+    Reno-friendly window = sqrt(3 / (2p)) = sqrt(1500) = 38.729833 (smaller: not used)
+    rate = 111.42884 x 1448 x 8 bit / 0.5 s = 111.42884 x 23,168 = 2,581,583 bit/s
+
+    The issue's 2.48 Mbit/s for this path is what MSS 1460 B (no timestamp option) and
+    "Mbit" = 2^20 bit give: 111.42884 x 1460 x 8 / 0.5 / 1,048,576 = 2.4824. With 1448-byte
+    segments and 10^6 bit/Mbit it is 2.58 Mbit/s.
+    """
+    assert cubic_window_pkts(0.5, 1e-3) == pytest.approx(111.42884, rel=1e-6)
+    assert cubic_bps(1448, 0.5, 1e-3) == pytest.approx(2_581_583, rel=1e-6)
+    assert cubic_bps(1460, 0.5, 1e-3) / 2**20 == pytest.approx(2.4824, rel=1e-4)
+
+
+def test_cubic_falls_back_to_its_reno_friendly_window_on_short_paths() -> None:
+    # RTT 20 ms, p = 1e-2: concave 1.0538289 x (0.02 / 0.01)^0.75 = 1.0538289 x 1.6817928
+    # = 1.7723 segments; Reno-friendly: alpha = 3 x 0.3 / 1.7 = 0.5294118, average window
+    # sqrt(alpha x 1.7 / (2 x 0.3 x 0.01)) = sqrt(150) = 12.247449 -> 12.247449 x 11,584 bit
+    # / 0.02 s = 7,093,722 bit/s, Mathis's rate with C = sqrt(3/2) for the same path.
+    assert aimd_window_pkts(1e-2, 3 * 0.3 / 1.7, 0.7) == pytest.approx(12.247449, rel=1e-7)
+    assert cubic_window_pkts(0.02, 1e-2) == pytest.approx(12.247449, rel=1e-7)
+    assert cubic_bps(1448, 0.02, 1e-2) == pytest.approx(7_093_722.3, rel=1e-7)
+    # Reno itself (alpha = 1, beta = 0.5): sqrt(1 x 1.5 / (2 x 0.5 x p)) = sqrt(1.5 / p)
+    assert aimd_window_pkts(1e-2, 1.0, 0.5) == pytest.approx(12.247449, rel=1e-7)
+
+
+def test_cubic_rate_is_capped_by_the_receiver_window() -> None:
+    # 64 KB = 65,535 B / 1448 = 45.258978 segments < 111.43: 45.258978 x 11,584 / 0.5
+    # = 1,048,560 bit/s
+    assert cubic_bps(1448, 0.5, 1e-3, wmax_pkts=65535 / 1448) == pytest.approx(1_048_560)
+
+
 @pytest.mark.parametrize("p", [0.0, 1.0, -0.1])
 def test_loss_probability_must_be_in_open_interval(p: float) -> None:
     with pytest.raises(ValueError, match="p must be in"):
         mathis_bps(1448, 0.1, p)
     with pytest.raises(ValueError, match="p must be in"):
         padhye_bps(1448, 0.1, p, rto_s=1.0)
+    with pytest.raises(ValueError, match="p must be in"):
+        cubic_bps(1448, 0.1, p)
 
 
 def test_link_cap_and_wire_size() -> None:
@@ -109,6 +151,7 @@ def test_flow_bounds_for_the_geo_scenario() -> None:
         ],
     }
     bounds = flow_bounds(normalized, 0)
+    assert bounds.cubic_bps is None  # the flow names no algorithm: not a CUBIC flow
     assert bounds.base_rtt_s == pytest.approx(0.5004)  # 250 + 250 + 4 x 0.1 ms
     assert bounds.p == 1e-4
     assert bounds.mathis_bps == pytest.approx(2_835_220.7, rel=1e-7)
@@ -118,5 +161,11 @@ def test_flow_bounds_for_the_geo_scenario() -> None:
     # 3 x sqrt(3p/8) = 0.0183712; x p(1 + 32p^2) = 1.0000003e-4 -> 1.83712e-6; x T0 = 1.28672e-6
     # denominator 0.00408704 s -> 244.676 packets/s x 11,584 bit = 2,834,328 bit/s
     assert bounds.padhye_bps == pytest.approx(2_834_328, rel=2e-6)
+    # As a CUBIC flow at p = 1e-3: 1.0538289 x 0.5004^0.75 (0.5949603) / 0.0056234133
+    # = 111.49569 segments x 11,584 bit / 0.5004 s = 2,581,067 bit/s
+    normalized["flows"][0]["cca"] = "cubic"
+    forward["per"] = 1e-3
+    assert flow_bounds(normalized, 0).cubic_bps == pytest.approx(2_581_067.4, rel=1e-6)
     forward["per"] = 0.0
     assert flow_bounds(normalized, 0).mathis_bps is None
+    assert flow_bounds(normalized, 0).cubic_bps is None

@@ -59,6 +59,7 @@ class DemoRow:
             "utilization": self.result.bottleneck.utilization,
             "mathis_bps": mathis,
             "padhye_bps": self.bounds.padhye_bps,
+            "cubic_bps": self.bounds.cubic_bps,
             "wall_s": self.result.wall_s,
             "events": self.result.events,
         }

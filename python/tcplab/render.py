@@ -15,10 +15,17 @@ from rich.text import Text
 from .catalogue import CcaInfo
 from .paths import bottleneck_link_names, direction, pep_mode
 from .result import LinkResult, RunResult
-from .theory import FlowBounds, flow_bounds
+from .theory import CUBIC_BETA, CUBIC_C, FlowBounds, flow_bounds
 
 if TYPE_CHECKING:
     from .demo import DemoRow
+
+
+#: How the CUBIC response function is labelled wherever it is shown.
+CUBIC_MODEL = (
+    f"CUBIC model (RFC 9438 §5.1, C = {CUBIC_C:g}, beta = {CUBIC_BETA:g}, at least the "
+    "Reno-friendly window)"
+)
 
 
 def wide_console() -> Console:
@@ -71,6 +78,7 @@ def _secs(value_ns: int | None) -> str:
 
 def _tcp_table(result: RunResult, bounds: Sequence[FlowBounds]) -> Table:
     lossy = any(b.mathis_bps is not None for b in bounds)
+    cubic = any(b.cubic_bps is not None for b in bounds)
     # file downloads close their connections: when the client's side was closed
     teardown = any(f.closed_ns is not None for f in result.tcp_flows)
     table = Table(
@@ -88,6 +96,8 @@ def _tcp_table(result: RunResult, bounds: Sequence[FlowBounds]) -> Table:
     if lossy:
         table.add_column("Mathis Mbit/s", justify="right")
         table.add_column("Padhye Mbit/s", justify="right")
+    if cubic:
+        table.add_column("CUBIC model Mbit/s", justify="right")
     for flow, bound in zip(result.tcp_flows, bounds, strict=True):
         cells = [
             str(flow.id),
@@ -105,6 +115,8 @@ def _tcp_table(result: RunResult, bounds: Sequence[FlowBounds]) -> Table:
             cells.append(_secs(flow.closed_ns))
         if lossy:
             cells += [_mbps(bound.mathis_bps), _mbps(bound.padhye_bps)]
+        if cubic:
+            cells.append(_mbps(bound.cubic_bps))
         table.add_row(*cells)
     return table
 
@@ -198,6 +210,7 @@ def print_run(result: RunResult, series_path: str | None = None) -> None:
         console.print(
             f"theory: loss p = {first.p:g}, base RTT {first.base_rtt_s * 1e3:.1f} ms; Mathis "
             "C = sqrt(3/2); Padhye b = 1, T0 = RTT + 200 ms, Wmax = rwnd"
+            + (f"; {CUBIC_MODEL}" if any(b.cubic_bps is not None for b in bounds) else "")
         )
     if series_path is not None:
         console.print(f"series written to {series_path}")
@@ -293,4 +306,7 @@ def print_demo(rows: Sequence[DemoRow], written: Sequence[Path]) -> None:
         f"Mathis (MSS 1448 B, C = sqrt(3/2)): {_mbps(bounds.mathis_bps)} Mbit/s; "
         f"Padhye (b = 1, T0 = RTT + 200 ms): {_mbps(bounds.padhye_bps)} Mbit/s"
     )
+    cubic = next((row.bounds.cubic_bps for row in rows if row.bounds.cubic_bps is not None), None)
+    if cubic is not None:
+        console.print(f"{CUBIC_MODEL}: {_mbps(cubic)} Mbit/s (for the cubic row)")
     console.print("wrote " + ", ".join(str(path) for path in written))

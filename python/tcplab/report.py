@@ -21,7 +21,8 @@ from .errors import ScenarioError
 from .plots import available, figure, to_svg
 from .store import Store, param_columns
 
-_CSS = """
+#: The reports' style sheet (the kernel agreement matrix's page uses it too).
+CSS = """
 body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;color:#222}
 h1{font-size:1.6em}h2{margin-top:1.6em;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;font-size:.85em;margin:.5em 0}
@@ -31,7 +32,9 @@ pre{background:#f7f7f7;padding:1em;overflow:auto;font-size:.8em}
 .meta{color:#555}
 """
 
-_CHECK_JS = """
+#: In the browser: counts the figures that rendered with a size (`data-figures` on <body>)
+#: and script errors (`data-errors`); the headless-browser tests read both.
+CHECK_JS = """
 (function(){
   var errors = 0;
   window.addEventListener('error', function(){
@@ -146,7 +149,7 @@ def build_report(
     heading = title or (names[0] if len(names) == 1 else ", ".join(names))
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
-        f"<title>tcplab report: {html.escape(heading)}</title><style>{_CSS}</style></head><body>",
+        f"<title>tcplab report: {html.escape(heading)}</title><style>{CSS}</style></head><body>",
     ]
     if len(names) > 1:
         parts.append(f"<h1>tcplab report: {html.escape(heading)}</h1>")
@@ -156,7 +159,7 @@ def build_report(
     )
     for name in names:
         parts += _section(store, name, plots, 1 if len(names) == 1 else 2)
-    parts.append(f"<script>{_CHECK_JS}</script></body></html>")
+    parts.append(f"<script>{CHECK_JS}</script></body></html>")
     return "\n".join(parts)
 
 

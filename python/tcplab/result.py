@@ -595,6 +595,7 @@ class RunResult:
             "link_cap_bps": bounds.cap_bps,
             "mathis_bps": bounds.mathis_bps,
             "padhye_bps": bounds.padhye_bps,
+            "cubic_bps": bounds.cubic_bps,
         }
         if flow.legs:
             out["legs"] = [leg.to_json_dict() for leg in flow.legs]

@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 from . import _core
 from .errors import ScenarioError
@@ -44,7 +44,12 @@ def run(
 
 def run_scenario(scenario: Scenario) -> RunResult:
     """Run an already validated scenario; wall time is measured around the core call only."""
-    normalized = normalize(scenario)
+    return run_normalized(normalize(scenario))
+
+
+def run_normalized(normalized: Mapping[str, Any]) -> RunResult:
+    """Run a normalized scenario (docs/interface.md), e.g. the effective scenario an
+    emulation ran, so both sides see exactly the same input."""
     text = json.dumps(normalized)
     started = time.perf_counter()
     try:
@@ -53,12 +58,28 @@ def run_scenario(scenario: Scenario) -> RunResult:
         # The core re-validates its input; its message already names the field.
         raise ScenarioError(f"simulation core: {exc}") from None
     wall_s = time.perf_counter() - started
-    return RunResult.from_json(result_text, wall_s=wall_s, scenario=normalized)
+    return RunResult.from_json(result_text, wall_s=wall_s, scenario=dict(normalized))
+
+
+_Input = TypeVar("_Input")
+
+
+def _parallel(
+    run_one: Callable[[_Input], RunResult], inputs: Sequence[_Input], max_workers: int | None
+) -> list[RunResult]:
+    workers = max(1, min(len(inputs), max_workers or os.cpu_count() or 1))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(run_one, inputs))
 
 
 def run_parallel(scenarios: Sequence[Scenario], max_workers: int | None = None) -> list[RunResult]:
     """Run independent scenarios on `max_workers` threads (default: one per CPU); the results
     come back in the input order."""
-    workers = max(1, min(len(scenarios), max_workers or os.cpu_count() or 1))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(run_scenario, scenarios))
+    return _parallel(run_scenario, scenarios, max_workers)
+
+
+def run_normalized_parallel(
+    normalized: Sequence[Mapping[str, Any]], max_workers: int | None = None
+) -> list[RunResult]:
+    """`run_parallel` for normalized scenarios."""
+    return _parallel(run_normalized, normalized, max_workers)

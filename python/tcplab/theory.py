@@ -5,9 +5,14 @@
   loss with one ACK per segment (√(3/4) with delayed ACKs).
 * Padhye, Firoiu, Towsley, Kurose, "Modeling TCP Throughput: A Simple Model and its Empirical
   Validation", ACM SIGCOMM 1998, eq. (32) ("PFTK"): adds timeouts and the receiver window.
+* The CUBIC response function, RFC 9438 §5.1 ("Fairness to Reno"; §5.1 of RFC 8312 too):
+  under periodic loss p CUBIC's average window is (C(3+β)/(4(1-β)))^¼ · RTT^¾ / p^¾ segments
+  (1.054 · RTT^0.75 / p^0.75 with C = 0.4, β = 0.7), but never below its Reno-friendly
+  estimate (§4.3), an AIMD with alpha = 3(1-β)/(1+β) whose average window is √(3/(2p)), Reno's.
 
-Both model Reno-style AIMD; CUBIC and BBR are expected to beat them on long fat paths, which is
-exactly what the comparison is meant to show. Rates are in bit/s, sizes in bytes, times in s.
+Mathis and Padhye model Reno-style AIMD; CUBIC and BBR are expected to beat them on long fat
+paths, which is exactly what the comparison is meant to show. Rates are in bit/s, sizes in
+bytes, times in s.
 """
 
 from __future__ import annotations
@@ -22,6 +27,10 @@ MATHIS_C: Final = math.sqrt(1.5)
 IP_TCP_HEADER_BYTES: Final = 40  # IPv4 20 B + TCP 20 B
 TIMESTAMP_OPTION_BYTES: Final = 12  # RFC 7323 option (10 B) padded to a 4-byte boundary
 LINUX_RTO_MIN_S: Final = 0.2
+#: CUBIC's constants (RFC 9438 §4.6, §5.1): C in segments/s³, multiplicative decrease β.
+#: Linux's are 41·10/1024² ≈ 0.4 and 717/1024 ≈ 0.7; the model takes the RFC's round values.
+CUBIC_C: Final = 0.4
+CUBIC_BETA: Final = 0.7
 
 
 def _check_inputs(mss_bytes: float, rtt_s: float, p: float) -> None:
@@ -65,6 +74,44 @@ def padhye_bps(
     return packets_per_s * mss_bytes * 8.0
 
 
+def aimd_window_pkts(p: float, alpha: float, beta: float) -> float:
+    """Average window (segments) of an AIMD that adds `alpha` segments per RTT and cuts to
+    `beta` times the window once every 1/p segments: the window saws between βW and W in
+    (1-β)W/alpha RTTs, carrying (1+β)W/2 · (1-β)W/alpha = 1/p segments, so
+    W = √(2alpha / ((1-β²)p)) and the average (1+β)W/2 = √(alpha(1+β) / (2(1-β)p))."""
+    return math.sqrt(alpha * (1.0 + beta) / (2.0 * (1.0 - beta) * p))
+
+
+def cubic_window_pkts(
+    rtt_s: float, p: float, c: float = CUBIC_C, beta: float = CUBIC_BETA
+) -> float:
+    """CUBIC's average window in segments under periodic loss `p` (RFC 9438 §5.1):
+    max((C(3+β)/(4(1-β)))^¼ · RTT^¾ / p^¾, the Reno-friendly AIMD's average), the second
+    with alpha = 3(1-β)/(1+β) (RFC 9438 §4.3), which makes it Reno's √(3/(2p))."""
+    _check_inputs(1.0, rtt_s, p)
+    scale = math.pow(c * (3.0 + beta) / (4.0 * (1.0 - beta)), 0.25)
+    concave = scale * math.pow(rtt_s, 0.75) / math.pow(p, 0.75)
+    reno_friendly = aimd_window_pkts(p, 3.0 * (1.0 - beta) / (1.0 + beta), beta)
+    return max(concave, reno_friendly)
+
+
+def cubic_bps(
+    mss_bytes: float,
+    rtt_s: float,
+    p: float,
+    c: float = CUBIC_C,
+    beta: float = CUBIC_BETA,
+    wmax_pkts: float | None = None,
+) -> float:
+    """CUBIC's response function as a rate: `cubic_window_pkts` segments of `mss_bytes` per
+    `rtt_s` (at most `wmax_pkts`, the receiver window in segments), in bit/s of payload."""
+    _check_inputs(mss_bytes, rtt_s, p)
+    window_pkts = cubic_window_pkts(rtt_s, p, c, beta)
+    if wmax_pkts is not None:
+        window_pkts = min(window_pkts, wmax_pkts)
+    return window_pkts * mss_bytes * 8.0 / rtt_s
+
+
 def link_cap_bps(rate_bps: float, mss_bytes: float, wire_bytes: float) -> float:
     """Best possible goodput on a link: the payload share of each packet on the wire."""
     return rate_bps * mss_bytes / wire_bytes
@@ -85,13 +132,15 @@ def packet_loss(per: float, ber: float, size_bytes: int) -> float:
 
 @dataclass(frozen=True)
 class FlowBounds:
-    """Theory for one flow of a normalized scenario (mathis/padhye are None without loss)."""
+    """Theory for one flow of a normalized scenario (mathis/padhye are None without loss;
+    cubic_bps, CUBIC's response function, only for a CUBIC flow with loss)."""
 
     p: float
     base_rtt_s: float
     cap_bps: float
     mathis_bps: float | None
     padhye_bps: float | None
+    cubic_bps: float | None = None
 
 
 def flow_bounds(normalized: dict[str, Any], flow_id: int) -> FlowBounds:
@@ -99,6 +148,8 @@ def flow_bounds(normalized: dict[str, Any], flow_id: int) -> FlowBounds:
 
     RTT is the base (propagation) RTT over every segment of the path; the RTO for Padhye is
     Linux's srtt + rto_min, which is what an RTO converges to when the RTT barely varies.
+    CUBIC's response function takes the RFC's C = 0.4 and β = 0.7 (not the flow's
+    `cca_params`); it and Padhye are capped at the receiver window.
     `p` combines the forward segments' random loss (`per`/`ber`, or a Gilbert-Elliott
     model's long-run loss). The models assume independent losses, so they are left out
     (None) when any forward segment has a bursty (Gilbert-Elliott) loss model.
@@ -125,6 +176,7 @@ def flow_bounds(normalized: dict[str, Any], flow_id: int) -> FlowBounds:
     cap_bps = link_cap_bps(slowest_bps, mss_bytes, size_bytes)
     if p <= 0.0 or bursty:
         return FlowBounds(p, rtt_s, cap_bps, None, None)
+    wmax_pkts = tcp["rwnd_bytes"] / mss_bytes
     return FlowBounds(
         p=p,
         base_rtt_s=rtt_s,
@@ -135,6 +187,11 @@ def flow_bounds(normalized: dict[str, Any], flow_id: int) -> FlowBounds:
             rtt_s,
             p,
             rto_s=rtt_s + LINUX_RTO_MIN_S,
-            wmax_pkts=tcp["rwnd_bytes"] / mss_bytes,
+            wmax_pkts=wmax_pkts,
+        ),
+        cubic_bps=(
+            cubic_bps(mss_bytes, rtt_s, p, wmax_pkts=wmax_pkts)
+            if flow.get("cca") == "cubic"
+            else None
         ),
     )

@@ -4,10 +4,13 @@
 //! tcplab-emu run CONFIG.json|- [--spin-us N] [--rt-prio N] [--stats FILE]
 //! tcplab-emu probe-send --to ADDR:PORT --rate-bps R [--payload B] --duration-ms D [--spin-us N]
 //! tcplab-emu probe-recv --bind ADDR:PORT [--max-ms D] [--idle-ms I]
+//! tcplab-emu version
 //! ```
 //! `run` prints `ready` once every TUN device is attached, starts (or restarts, on SIGUSR1)
 //! the measurement window, and on SIGTERM/SIGINT prints the report as one JSON line (or
-//! writes it to `--stats FILE`). Errors are one line on stderr with exit status 2.
+//! writes it to `--stats FILE`). `version` prints `tcplab-emu <version> model <hash>`, the
+//! hash fingerprinting the sources it emulates with (see `build.rs`). Errors are one line on
+//! stderr with exit status 2.
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::SocketAddr;
@@ -19,7 +22,8 @@ use tcplab_emu::sys;
 
 const USAGE: &str = "usage: tcplab-emu run CONFIG.json|- [--spin-us N] [--rt-prio N] [--stats FILE]
        tcplab-emu probe-send --to ADDR:PORT --rate-bps R [--payload B] --duration-ms D [--spin-us N]
-       tcplab-emu probe-recv --bind ADDR:PORT [--max-ms D] [--idle-ms I]";
+       tcplab-emu probe-recv --bind ADDR:PORT [--max-ms D] [--idle-ms I]
+       tcplab-emu version";
 
 /// Default busy-wait before each departure: measured to keep departures within ~10 µs of
 /// their instant at 100 Mbit/s without holding a core (see README, "Real-stack mode").
@@ -160,12 +164,20 @@ fn main() -> ExitCode {
         "probe-recv" => {
             Args::parse(rest, &["bind", "max-ms", "idle-ms"]).and_then(|a| cmd_probe_recv(&a))
         }
+        "version" | "--version" => {
+            println!(
+                "tcplab-emu {} model {}",
+                env!("CARGO_PKG_VERSION"),
+                env!("TCPLAB_EMU_MODEL_HASH")
+            );
+            return ExitCode::SUCCESS;
+        }
         "-h" | "--help" | "help" => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;
         }
         other => Err(format!(
-            "unknown command {other:?}; allowed: run, probe-send, probe-recv"
+            "unknown command {other:?}; allowed: run, probe-send, probe-recv, version"
         )),
     };
     match result {

@@ -12,7 +12,9 @@ settings), `plan` (topology plan, pure), `netns` (building it), `cleanup` (undo 
 signals, atexit, leftovers), `procs` (child processes), `topology` (a built topology with
 its emulator or netem links), `iperf` and `convert` (iperf3 commands; its JSON → result,
 pure), `netem` (the kernel's link emulation: tc/ethtool commands from the plan, pure),
-`emulate`, `calibrate`, `validate`, `cli`.
+`emulate`, `calibrate`, `validate`, `cli`; `sockbuf` (socket-buffer maxima for large
+windows); `validate --matrix`: `matrix` (the grid, running, summary), `kernel_cache` (the
+DuckDB cache of kernel runs), `matrix_report` (console, Markdown, HTML).
 """
 
 from __future__ import annotations

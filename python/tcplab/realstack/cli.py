@@ -6,6 +6,9 @@ tcplab emulate SCENARIO.toml [--seed N] [--duration D] [--set K=V ...] [--json]
 tcplab emulate --cleanup [--all]        remove leftover tcplab-* namespaces
 tcplab emulate --calibrate [--json] [--seconds S]   measure the emulator's accuracy
 tcplab validate SCENARIO.toml [--seed N] [--duration D] [--set K=V ...] [--ccas a,b] [--json]
+tcplab validate --matrix [--ccas a,b] [--per 0,1e-3] [--paths geo,terrestrial] [--seeds N]
+    [--duration D] [--set K=V ...] [--db FILE] [--out DIR] [--json]
+    [--plan | --sim-only | --rerun-kernel]          the built-in agreement grid (matrix.py)
 
 Heavy imports happen inside the handlers, so `tcplab --help` stays fast.
 """
@@ -16,6 +19,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ScenarioError
@@ -155,7 +159,27 @@ def print_calibration(report: CalibrationReport) -> None:
         console.print(table)
 
 
+#: Options that only `validate --matrix` takes (dest, as written).
+_MATRIX_ONLY = (
+    ("per", "--per"),
+    ("paths", "--paths"),
+    ("seeds", "--seeds"),
+    ("db", "--db"),
+    ("out", "--out"),
+    ("sim_only", "--sim-only"),
+    ("plan", "--plan"),
+    ("rerun_kernel", "--rerun-kernel"),
+)
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
+    if args.matrix:
+        return _matrix(args)
+    for dest, option in _MATRIX_ONLY:
+        if getattr(args, dest) not in (None, False):
+            raise ScenarioError(f"{option}: only with --matrix; allowed: --matrix {option} ...")
+    if args.scenario is None:
+        raise ScenarioError("validate: missing SCENARIO.toml; allowed: a scenario file, --matrix")
     from .validate import validate
 
     algorithms = (
@@ -168,6 +192,97 @@ def cmd_validate(args: argparse.Namespace) -> int:
         print(json.dumps([row.to_json_dict() for row in rows]))
     else:
         print_agreement(rows)
+    return 0
+
+
+def _matrix(args: argparse.Namespace) -> int:
+    """`validate --matrix`: see `matrix` (cases, cache, summary) and `matrix_report`."""
+    if args.scenario is not None:
+        raise ScenarioError(
+            f"--matrix: takes no SCENARIO.toml (got {args.scenario!r}); the matrix's paths are "
+            "built in; allowed: --paths geo,terrestrial"
+        )
+    if args.seed is not None:
+        raise ScenarioError("--seed: not with --matrix; allowed: --seeds N (seeds 1..N)")
+    if args.link == "netem":
+        raise ScenarioError(
+            "--link netem: the matrix emulates with tcplab-emu (its cache is keyed by the "
+            "emulator's build); allowed: emu, auto"
+        )
+    if args.sim_only and args.rerun_kernel:
+        raise ScenarioError("--sim-only with --rerun-kernel: contradictory; allowed: either")
+    if args.plan and (args.sim_only or args.rerun_kernel or args.out):
+        raise ScenarioError(
+            "--plan: runs nothing; allowed with --ccas, --per, --paths, --seeds, "
+            "--duration, --set, --db, --json"
+        )
+    from pathlib import Path
+
+    from . import matrix
+    from .kernel_cache import DEFAULT_PATH, KernelCache, current_identity
+
+    kernel_needed = not (args.plan or args.sim_only)
+    algorithms = matrix.parse_ccas(args.ccas, kernel_needed=kernel_needed)
+    paths = matrix.parse_paths(args.paths)
+    pers = matrix.parse_pers(args.per)
+    seeds = matrix.parse_seeds(args.seeds)
+    duration = matrix.parse_duration(args.duration)
+    db = args.db or DEFAULT_PATH
+    if args.out is not None and Path(args.out).exists() and not Path(args.out).is_dir():
+        raise ScenarioError(f"--out = {args.out!r}: not a directory; allowed: a directory")
+    cases = matrix.cases(algorithms, paths, pers, seeds, duration, list(args.set))
+    identity = current_identity()
+    if args.plan:
+        if Path(db).exists():
+            with KernelCache(db, read_only=True) as cache:
+                planned = matrix.plan(cases, cache, identity)
+        else:
+            planned = matrix.plan(cases, None, identity)
+        from .matrix_report import print_plan
+
+        print_plan(planned, db, args.json)
+        return 0
+    options = replace(_options(args), link="emu")
+
+    def progress(message: str) -> None:
+        print(f"matrix: {message}", file=sys.stderr, flush=True)
+
+    from .emulate import emulate_normalized
+
+    with KernelCache(db, read_only=args.sim_only) as cache:
+        planned = matrix.plan(cases, cache, identity)
+        if not args.sim_only and (args.rerun_kernel or any(p.status != "cached" for p in planned)):
+            from . import features
+
+            features.check_base()  # before simulating: say what the machine lacks at once
+        try:
+            results = matrix.run_matrix(
+                cases,
+                cache,
+                identity,
+                emulate=lambda normalized: emulate_normalized(normalized, options),
+                sim_only=args.sim_only,
+                rerun_kernel=args.rerun_kernel,
+                progress=progress,
+            )
+        except KeyboardInterrupt:
+            progress(
+                f"interrupted; {len(cache.keys())} kernel run(s) are in {db}: the same command "
+                "continues where this one stopped"
+            )
+            raise
+    summary = matrix.MatrixSummary(
+        tuple(matrix.summarize(results)), identity, cases[0].duration_s, seeds, db
+    )
+    from .matrix_report import print_matrix, write_outputs
+
+    written = write_outputs(summary, Path(args.out)) if args.out is not None else []
+    if args.json:
+        print(json.dumps(summary.to_json_dict()))
+    else:
+        print_matrix(summary)
+        if written:
+            print("wrote " + ", ".join(str(path) for path in written))
     return 0
 
 
@@ -195,6 +310,14 @@ def print_agreement(rows: list[Agreement]) -> None:
             num(row.difference, "+.3f"),
         )
     console.print(table)
+    for row in rows:
+        if row.models:
+            models = ", ".join(f"{name} {value:.3f}" for name, value in row.models.items())
+            console.print(f"theory, {row.cca} flow {row.flow} ({row.unit}): {models}")
+    if any("CUBIC" in row.models for row in rows):
+        from ..render import CUBIC_MODEL
+
+        console.print(f"CUBIC: {CUBIC_MODEL}")
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
@@ -241,7 +364,30 @@ def add_commands(sub: Any) -> None:
     em.set_defaults(handler=cmd_emulate)
 
     va = sub.add_parser("validate", help="simulation vs kernel TCP, side by side (needs root)")
-    va.add_argument("scenario", metavar="SCENARIO.toml", help="scenario file")
+    va.add_argument("scenario", nargs="?", metavar="SCENARIO.toml", help="scenario file")
     _add_common(va)
     va.add_argument("--ccas", help="comma-separated algorithms (default: all the kernel offers)")
+    va.add_argument(
+        "--matrix",
+        action="store_true",
+        help="the built-in agreement matrix: algorithms x PER x paths x seeds (cached)",
+    )
+    va.add_argument("--per", help="with --matrix: PERs, e.g. 0,1e-3 (default 0,1e-5,...,1e-2)")
+    va.add_argument("--paths", help="with --matrix: geo,terrestrial (default both)")
+    va.add_argument("--seeds", help="with --matrix: seeds 1..N per case (default 3)")
+    va.add_argument(
+        "--db", metavar="FILE", help="with --matrix: kernel-run cache (validate-matrix.duckdb)"
+    )
+    va.add_argument(
+        "--out", metavar="DIR", help="with --matrix: write matrix.md, matrix.html, matrix.json"
+    )
+    va.add_argument(
+        "--sim-only", action="store_true", help="with --matrix: no kernel runs, cached ones only"
+    )
+    va.add_argument(
+        "--plan", action="store_true", help="with --matrix: list the cases and what is cached"
+    )
+    va.add_argument(
+        "--rerun-kernel", action="store_true", help="with --matrix: emulate cached cases again"
+    )
     va.set_defaults(handler=cmd_validate)

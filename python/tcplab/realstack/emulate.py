@@ -51,13 +51,19 @@ _PEP_STOP_S: Final = 15.0
 class Emulation:
     """An emulated run: the result (same schema as a simulation), what differs from the
     scenario (notes), the emulator's raw report (netem: the qdiscs' counters), the
-    namespaces left with `keep` and who modelled the links (`emu` or `netem`)."""
+    namespaces left with `keep`, who modelled the links (`emu` or `netem`), the result as
+    the JSON `RunResult.from_json` reads (`result_data`, shaped like the core's) and the raw
+    recording it was converted from (`recording`: the normalized scenario, each flow's
+    iperf3 client JSON, the emulator's report and the PEPs' reports, as
+    tests/data/realstack/record.py writes fixtures; `recorded_result` converts it again)."""
 
     result: RunResult
     notes: tuple[str, ...]
     emulator: Mapping[str, Any]
     kept: tuple[str, ...] = field(default=())
     link: str = "emu"
+    result_data: Mapping[str, Any] = field(default_factory=dict)
+    recording: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json_dict(self) -> dict[str, Any]:
         """`RunResult.to_json_dict()` plus an `emulation` object."""
@@ -168,14 +174,46 @@ def emulate_normalized(
     if errors:
         raise EmulationError("; ".join(errors))
     links = "tc netem" if plan.link == "netem" else "tcplab-emu"
-    version = f"emulated: Linux {platform.release()}, {_iperf_version()}, {links}"
+    version = f"emulated: Linux {platform.release()}, {iperf_version()}, {links}"
     data = result_json(normalized, runs, report, plan.interval_ns, version)
     result = RunResult.from_json(data, wall_s=wall_s, scenario=normalized)
     kept = plan.namespaces if options.keep else ()
-    return Emulation(result, plan.notes, report, kept, plan.link)
+    return Emulation(
+        result, plan.notes, report, kept, plan.link, data, recording(normalized, runs, report)
+    )
 
 
-def _iperf_version() -> str:
+def recording(
+    normalized: Mapping[str, Any], runs: list[FlowRun], report: Mapping[str, Any]
+) -> dict[str, Any]:
+    """What an emulation measured, raw: enough to convert it again (`recorded_result`)."""
+    data: dict[str, Any] = {
+        "normalized": normalized,
+        "clients": [run.client for run in runs],
+        "emu": report,
+    }
+    if any(run.peps for run in runs):
+        data["peps"] = [
+            [{"node": pep.node, "report": pep.report} for pep in run.peps] for run in runs
+        ]
+    return data
+
+
+def recorded_result(data: Mapping[str, Any], version: str, wall_s: float = 0.0) -> RunResult:
+    """Convert a `recording` (or a fixture of tests/data/realstack) into the result."""
+    normalized = data["normalized"]
+    plan = plan_topology(normalized, "0x0")
+    peps = data.get("peps") or [[] for _ in plan.flows]
+    runs = [
+        FlowRun(f, client, tuple(PepRun(p["node"], p["report"]) for p in flow_peps))
+        for f, client, flow_peps in zip(plan.flows, data["clients"], peps, strict=True)
+    ]
+    converted = result_json(normalized, runs, data["emu"], plan.interval_ns, version)
+    return RunResult.from_json(converted, wall_s=wall_s, scenario=normalized)
+
+
+def iperf_version() -> str:
+    """`iperf3 <version>` of the iperf3 on PATH."""
     out = commands.run(["iperf3", "--version"], check=False).split()
     return f"iperf3 {out[1]}" if len(out) > 1 else "iperf3"
 

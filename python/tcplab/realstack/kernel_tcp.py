@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-#: Linux's defaults (net.ipv4.tcp_rmem / tcp_wmem); the simulator's default rwnd is the
-#: 6 MiB maximum of tcp_rmem.
+#: Linux's defaults (net.ipv4.tcp_rmem / tcp_wmem: min, default, max); the simulator's
+#: default rwnd is the 6 MiB maximum of tcp_rmem.
 LINUX_RMEM: Final = "4096 131072 6291456"
 LINUX_WMEM: Final = "4096 16384 4194304"
 DEFAULT_RWND_BYTES: Final = 6 * 1024 * 1024
@@ -27,6 +27,13 @@ def _flag(value: bool) -> str:
     return "1" if value else "0"
 
 
+def _at_least(triple: str, max_bytes: int) -> str:
+    """A tcp_rmem/tcp_wmem triple whose maximum is at least `max_bytes` (a window larger
+    than Linux's default needs buffers that large; see `sockbuf` for the global ceilings)."""
+    low, default, high = triple.split()
+    return f"{low} {default} {max(int(high), max_bytes)}"
+
+
 @dataclass(frozen=True)
 class KernelTcp:
     """How one flow's TCP options are set on its hosts."""
@@ -36,13 +43,15 @@ class KernelTcp:
     sender_route: tuple[str, ...]
     #: attributes of the receiver's default route (`advmss`, `quickack`)
     receiver_route: tuple[str, ...]
-    #: iperf3 `-w` (socket buffers) or None for Linux's autotuning up to 6 MiB
+    #: iperf3 `-w` (socket buffers; net.core.rmem_max/wmem_max must allow it, see `sockbuf`)
+    #: or None for Linux's autotuning up to 6 MiB
     window_bytes: int | None
     notes: tuple[str, ...]
 
 
 def kernel_tcp(tcp: Mapping[str, Any], cca: str, where: str) -> KernelTcp:
     """Map the normalized `tcp` table of `where` (e.g. `flows[0]`) to Linux settings."""
+    rwnd = int(tcp.get("rwnd_bytes", DEFAULT_RWND_BYTES))
     sack = bool(tcp.get("sack", True))
     timestamps = bool(tcp.get("timestamps", True))
     random_offset = bool(tcp.get("random_ts_offset", True))
@@ -57,8 +66,8 @@ def kernel_tcp(tcp: Mapping[str, Any], cca: str, where: str) -> KernelTcp:
         "net.ipv4.tcp_slow_start_after_idle": _flag(bool(tcp.get("slow_start_after_idle", True))),
         "net.ipv4.tcp_recovery": "1" if tcp.get("rack", True) else "0",
         "net.ipv4.tcp_early_retrans": "3" if tcp.get("tlp", True) else "0",
-        "net.ipv4.tcp_rmem": LINUX_RMEM,
-        "net.ipv4.tcp_wmem": LINUX_WMEM,
+        "net.ipv4.tcp_rmem": _at_least(LINUX_RMEM, rwnd),
+        "net.ipv4.tcp_wmem": _at_least(LINUX_WMEM, rwnd),
         "net.ipv4.tcp_no_metrics_save": "1",
     }
     notes: list[str] = []
@@ -71,7 +80,6 @@ def kernel_tcp(tcp: Mapping[str, Any], cca: str, where: str) -> KernelTcp:
     iw = int(tcp.get("initial_window_pkts", DEFAULT_IW_PKTS))
     sender_route = (*(("initcwnd", str(iw)) if iw != DEFAULT_IW_PKTS else ()), *mss_route)
     quickack = () if tcp.get("delayed_ack", True) else ("quickack", "1")
-    rwnd = int(tcp.get("rwnd_bytes", DEFAULT_RWND_BYTES))
     if not tcp.get("prr", True):
         notes.append(f"{where}.tcp.prr = false: Linux always uses PRR; emulated with PRR")
     if tcp.get("fack", False):

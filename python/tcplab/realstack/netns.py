@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import functools
 from collections import defaultdict
+from collections.abc import Callable
 
-from . import commands, netem
+from . import commands, netem, sockbuf
 from .cleanup import Cleanup, delete_netns
 from .plan import End, Plan, Wire
 
@@ -53,8 +54,15 @@ def _address(end: End, peer: End) -> None:
     _ip(end.netns, "link", "set", end.dev, "up")
 
 
-def build(plan: Plan, cleanup: Cleanup, *, keep: bool = False) -> None:
-    """Create everything in `plan`; unless `keep`, `cleanup` deletes it again."""
+def build(
+    plan: Plan,
+    cleanup: Cleanup,
+    *,
+    keep: bool = False,
+    say: Callable[[str], None] = lambda _: None,
+) -> None:
+    """Create everything in `plan`; unless `keep`, `cleanup` deletes it again (a global
+    sysctl raised for large socket buffers is put back either way); notes go to `say`."""
     for netns in plan.namespaces:
         commands.run(["ip", "netns", "add", netns])
         if not keep:
@@ -65,6 +73,7 @@ def build(plan: Plan, cleanup: Cleanup, *, keep: bool = False) -> None:
         sysctls[netns].append(f"{key}={value}")
     for netns in plan.namespaces:
         commands.run(commands.in_netns(netns, ["sysctl", "-q", "-w", *sysctls[netns]]))
+    sockbuf.raise_ceilings(plan.socket_buffer_bytes, plan.hosts, cleanup, say)
     for wire in plan.wires:
         _create_wire(wire, plan.tun(wire))
     if plan.link == "netem":

@@ -175,6 +175,13 @@ class Plan:
     notes: tuple[str, ...] = field(default=())
     #: who models the links: `tcplab-emu` between TUN devices, or netem qdiscs on veths
     link: Literal["emu", "netem"] = "emu"
+    #: the largest iperf3 `-w` of the flows: net.core.rmem_max/wmem_max must allow it
+    socket_buffer_bytes: int | None = None
+
+    @property
+    def hosts(self) -> tuple[str, ...]:
+        """The flows' sender and receiver namespaces."""
+        return tuple(ns for flow in self.flows for ns in (flow.sender_ns, flow.receiver_ns))
 
     def tun(self, wire: Wire) -> bool:
         """Whether `wire` is two TUN devices (the emulator carries it), not a veth pair."""
@@ -457,6 +464,7 @@ def plan_topology(normalized: Mapping[str, Any], run_id: str, pep: PepMode = "tr
         tcp = kernel_tcp(pep_cfg.get("tcp") or {}, p.cca_upstream, f"flows[{p.flow_id}].pep")
         b.sysctls += [(p.netns, key, value) for key, value in tcp.sysctls.items()]
     hosts = [name for fp in flows for name in (fp.sender_ns, fp.receiver_ns)]
+    windows = [fp.window_bytes for fp in flows if fp.window_bytes is not None]
     interval_ns = max(int(normalized.get("interval_ns", 10**9)), IPERF_MIN_INTERVAL_NS)
     return Plan(
         run_id=run_id,
@@ -471,4 +479,5 @@ def plan_topology(normalized: Mapping[str, Any], run_id: str, pep: PepMode = "tr
         policy=tuple(policy),
         interval_ns=interval_ns,
         notes=tuple(dict.fromkeys(b.notes)),
+        socket_buffer_bytes=max(windows) if windows else None,
     )

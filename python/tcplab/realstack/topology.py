@@ -125,7 +125,7 @@ def topology(
     with tempfile.TemporaryDirectory(prefix="tcplab-emulate-") as tmp:
         cleanup = Cleanup()
         with guarded(cleanup):
-            netns.build(plan, cleanup, keep=options.keep)
+            netns.build(plan, cleanup, keep=options.keep, say=options.say)
             topo = Topology(plan, Path(tmp), cleanup, options, measure_ns)
             if plan.link == "emu":
                 topo.start_emulator(int(normalized.get("seed", 0)), measure_ns)

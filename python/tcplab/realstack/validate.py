@@ -3,13 +3,17 @@
 For each algorithm the kernel offers (and the simulator knows), every TCP flow of the
 scenario (and every PEP leg) is set to it, the scenario is simulated and emulated, and the
 two are compared flow by flow: goodput, mean RTT and retransmissions, as the ratio
-emulated / simulated and the difference emulated - simulated.
+emulated / simulated and the difference emulated - simulated. Goodput rows of a lossy path
+carry the closed-form models too (Mathis, Padhye, and CUBIC's response function for CUBIC
+flows; `theory.flow_bounds`).
+
+`tcplab validate --matrix` (`matrix`) runs a built-in grid of such comparisons instead.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..catalogue import ccas
@@ -17,6 +21,7 @@ from ..loader import Overrides, ScenarioSource, load_scenario, override_pairs, r
 from ..normalize import normalize
 from ..result import FlowResult, RunResult
 from ..runner import run_scenario
+from ..theory import flow_bounds
 from . import features
 from .emulate import emulate_normalized
 from .errors import MissingFeature
@@ -33,6 +38,8 @@ class Agreement:
     unit: str
     simulated: float | None
     emulated: float | None
+    #: closed-form models of this metric, in its unit (goodput: Mathis, Padhye, CUBIC)
+    models: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def ratio(self) -> float | None:
@@ -56,6 +63,7 @@ class Agreement:
             "emulated": self.emulated,
             "ratio": self.ratio,
             "difference": self.difference,
+            "models": dict(self.models),
         }
 
 
@@ -96,16 +104,33 @@ def compare(cca: str, simulated: RunResult, emulated: RunResult) -> list[Agreeme
     for sim, emu in zip(simulated.flows, emulated.flows, strict=True):
         if getattr(sim, "kind", "tcp") == "cbr":
             continue
-        rows += _flow_rows(cca, sim, emu)
+        rows += _flow_rows(cca, sim, emu, goodput_models(simulated.scenario, sim.id))
     return rows
 
 
-def _flow_rows(cca: str, sim: FlowResult, emu: FlowResult) -> list[Agreement]:
+def goodput_models(scenario: Mapping[str, Any], flow_id: int) -> dict[str, float]:
+    """The closed-form goodput models (Mbit/s) that apply to a flow: none without loss."""
+    bounds = flow_bounds(dict(scenario), flow_id)
+    named = {"Mathis": bounds.mathis_bps, "Padhye": bounds.padhye_bps, "CUBIC": bounds.cubic_bps}
+    return {name: value / 1e6 for name, value in named.items() if value is not None}
+
+
+def _flow_rows(
+    cca: str, sim: FlowResult, emu: FlowResult, models: Mapping[str, float]
+) -> list[Agreement]:
     def ms(value: float | None) -> float | None:
         return None if value is None else value / 1e6
 
     return [
-        Agreement(cca, sim.id, "goodput", "Mbit/s", sim.goodput_bps / 1e6, emu.goodput_bps / 1e6),
+        Agreement(
+            cca,
+            sim.id,
+            "goodput",
+            "Mbit/s",
+            sim.goodput_bps / 1e6,
+            emu.goodput_bps / 1e6,
+            models,
+        ),
         # The kernel exposes its smoothed RTT only, read every 100 ms: compare it with the
         # simulator's smoothed RTT averaged over time, not with the mean of every sample.
         Agreement(
