@@ -155,8 +155,8 @@ def run_sweep_benchmark(duration: str | None) -> SweepBench:
     raw["study"] = {"name": f"bench-{study.name}"}
     small = study_from_dict(raw, default_name=study.name, base_dir=study.base_dir)
     jobs = os.cpu_count() or 1
-    with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "bench.duckdb") as store:
-        summary = run_study(small, store, jobs=jobs, progress=False)
+    with tempfile.TemporaryDirectory() as tmp:
+        summary = run_study(small, Store(Path(tmp) / "bench.duckdb"), jobs=jobs, progress=False)
     simulated_s = summary.ran * parse_duration_ns(raw["duration"]) / 1e9
     return SweepBench(
         study=f"{study.name} (1 variant, 1 seed)",

@@ -17,6 +17,7 @@ from . import _core
 from .errors import ScenarioError
 from .loader import Overrides, ScenarioSource, load_scenario, override_pairs
 from .normalize import normalize
+from .provenance import RunProvenance, git_commit, utc_now
 from .result import RunResult
 from .scenario import Scenario
 
@@ -46,6 +47,7 @@ def run_scenario(scenario: Scenario) -> RunResult:
     """Run an already validated scenario; wall time is measured around the core call only."""
     normalized = normalize(scenario)
     text = json.dumps(normalized)
+    started_utc = utc_now()
     started = time.perf_counter()
     try:
         result_text = _core.run_json(text)
@@ -53,7 +55,13 @@ def run_scenario(scenario: Scenario) -> RunResult:
         # The core re-validates its input; its message already names the field.
         raise ScenarioError(f"simulation core: {exc}") from None
     wall_s = time.perf_counter() - started
-    return RunResult.from_json(result_text, wall_s=wall_s, scenario=normalized)
+    return RunResult.from_json(
+        result_text,
+        wall_s=wall_s,
+        scenario=normalized,
+        run_info=RunProvenance.here(started_utc, wall_s),
+        git_commit=git_commit(),
+    )
 
 
 def run_parallel(scenarios: Sequence[Scenario], max_workers: int | None = None) -> list[RunResult]:
