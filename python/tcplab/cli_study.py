@@ -277,6 +277,7 @@ def _sweep(study: Study, args: argparse.Namespace) -> int:
         console=console,
         progress=not args.no_progress,
         on_change=on_change,
+        wait_s=args.db_wait,
         specs=specs,
     )
     _print_summary(wide_console(), study, store, summary)
@@ -485,6 +486,13 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--duration", help='override the simulated time of every run, e.g. "60s"')
     p.add_argument("--repetitions", type=_count, default=None, help="override repetitions (seeds)")
     p.add_argument(
+        "--db-wait",
+        type=_seconds,
+        default=60.0,
+        metavar="SECONDS",
+        help="how long a commit waits while another process holds the database (default 60)",
+    )
+    p.add_argument(
         "--new-revision",
         action="store_true",
         help="the study's definition changed: store it as a new revision beside the old",
@@ -495,6 +503,18 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         help="the study's definition changed: discard the latest revision (and the runs no "
         "other revision uses) and store this one in its place",
     )
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: must be a number of seconds; allowed: 0 ..= 86400"
+        ) from None
+    if not 0 <= value <= 86400:
+        raise argparse.ArgumentTypeError(f"{text}: out of range; allowed: 0 ..= 86400")
+    return value
 
 
 def _revision_arg(text: str) -> int:
