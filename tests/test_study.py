@@ -197,7 +197,7 @@ def test_sweep_killed_hard_resumes_without_losing_or_duplicating(tmp_path: Path)
         proc.wait()
         now = stored()
         # nothing committed is lost by a kill (and the sweep made progress in between)
-        assert counts[-1] <= now < 48, counts + [now]
+        assert counts[-1] <= now < 48, [*counts, now]
         counts.append(now)
     resumed = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert resumed.returncode == 0, resumed.stderr

@@ -267,7 +267,7 @@ def _sweep(study: Study, args: argparse.Namespace) -> int:
     # the whole grid is validated before the database is created or touched
     specs = plan(study, _core.model_version())
     console = Console(stderr=True)
-    store = Store(args.db)
+    store = Store(args.db, wait_s=args.db_wait)
     summary = run_study(
         study,
         store,
