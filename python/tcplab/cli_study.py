@@ -332,7 +332,9 @@ def cmd_plot(args: argparse.Namespace) -> int:
     study, revision = chosen[0]
     _say(f"plot of {revision_line(store, study, revision)}")
     runs = store.runs(study, revision)
-    save(figure(args.kind, runs, store), args.output)
+    fig = figure(args.kind, runs, store)
+    fig.suptitle(f"{fig.get_suptitle()} ({study}, revision {revision})")
+    save(fig, args.output)
     print(f"wrote {args.output}")
     return 0
 

@@ -23,7 +23,7 @@ import socket
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from rich.console import Console
@@ -172,8 +172,10 @@ def run_study(
         raise ScenarioError("--scheduler: needed with --executor dask; allowed: tcp://HOST:PORT")
     build = Build.current()
     grid = specs if specs is not None else plan(study, build.model_version)
+    # the grid's distinct runs (a point reached twice through a "=key" reference is one run)
+    revision_plan = replace(study.revision_plan(build.model_version), n_runs=len(grid))
     choice = store.open_revision(
-        study.revision_plan(build.model_version),
+        revision_plan,
         members(grid),
         build,
         on_change=on_change,
