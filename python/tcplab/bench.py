@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from . import __version__, _core
+from .provenance import git_commit
 from .demo import builtin_scenario
 from .errors import ScenarioError
 from .loader import load_scenario
@@ -216,6 +217,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = {
         "tcplab_version": __version__,
         "core_version": _core.core_version(),
+        "model_version": _core.model_version(),
+        "git_commit": git_commit(),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "cpu_count": os.cpu_count(),
