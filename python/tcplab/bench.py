@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any, Final
 
 from . import __version__, _core
-from .provenance import git_commit
 from .demo import builtin_scenario
 from .errors import ScenarioError
 from .loader import load_scenario
+from .provenance import git_commit
 from .result import RunResult
 from .runner import run_scenario
 from .units import parse_duration_ns
