@@ -261,3 +261,28 @@ def require_core_features(*features: str) -> None:
         refusal = core_lacks(feature)
         if refusal is not None:
             pytest.skip(f"the core does not implement {feature} yet (core: {refusal})")
+
+
+def store_run(
+    store: Any,
+    study: str,
+    run: Any,
+    params: dict[str, Any] | None = None,
+    *,
+    scenario_hash: str = "h1",
+    seed: int = 1,
+) -> str:
+    """Store one hand-made `RunResult` as the only run of a new revision of `study` (what a
+    sweep does, without a grid); returns its run id."""
+    from tcplab.provenance import Build
+    from tcplab.store import Member, RevisionPlan, RunKey, RunRecord
+
+    params = params or {}
+    key = RunKey(scenario_hash, seed, run.model_version or _core.model_version())
+    plan = RevisionPlan(
+        study, "", "", "{}", f"hand-{scenario_hash}-{seed}", key.model_version or 0, 1
+    )
+    member = Member(key.run_id, "", json.dumps(params, sort_keys=True))
+    choice = store.open_revision(plan, [member], Build.current(), on_change="new")
+    store.add_runs(study, choice.revision, [RunRecord(key, "", params, run.scenario, run)])
+    return key.run_id

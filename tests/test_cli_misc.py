@@ -81,3 +81,21 @@ def test_public_api() -> None:
     for name in ("run", "load_scenario", "Scenario", "RunResult", "ScenarioError", "ccas"):
         assert hasattr(tcplab, name)
     assert isinstance(tcplab.__version__, str) and tcplab.__version__
+
+
+def test_version_names_the_model_version_and_loads_no_heavy_library() -> None:
+    import subprocess
+    import sys
+
+    from tcplab import _core
+
+    code = (
+        "import sys\nfrom tcplab import cli\ncli.main(['--version'])\n"
+        "heavy = ('pandas', 'duckdb', 'matplotlib', 'pyarrow')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    version, heavy = proc.stdout.splitlines()
+    assert version.endswith(f"model version {_core.model_version()})")
+    assert heavy == "[]"

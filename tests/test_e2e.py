@@ -69,7 +69,10 @@ def short(write_toml: Callable[[str], Path], cca: str) -> Path:
 
 
 def _without_wall_time(out: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in out.items() if k not in ("wall_s", "events_per_wall_s")}
+    """The result without what differs between identical runs: wall time, and provenance
+    (start time, wall time)."""
+    volatile = ("wall_s", "events_per_wall_s", "provenance")
+    return {k: v for k, v in out.items() if k not in volatile}
 
 
 def test_result_shape(short: Path, cca: str) -> None:
@@ -132,15 +135,20 @@ def test_cli_series_file(short: Path, tmp_path: Path, suffix: str) -> None:
     target = tmp_path / f"series{suffix}"
     proc = run_cli("run", str(short), "--duration", "10s", "--series", str(target), "--json")
     assert proc.returncode == 0, proc.stderr
-    frame = pd.read_parquet(target) if suffix == ".parquet" else pd.read_csv(target)
+    # the CSV file starts with its provenance in "#" lines
+    frame = pd.read_parquet(target) if suffix == ".parquet" else pd.read_csv(target, comment="#")
     assert list(frame.columns) == [
         "t_s",
-        "flow",
+        "flow_id",
+        "kind",
+        "cca",
         "goodput_bps",
         "throughput_bps",
         "rtt_ms",
         "cwnd_bytes",
         "retransmits",
+        "bottleneck_queue_pkts",
+        "bottleneck_utilization",
     ]
     assert len(frame) == 10  # 10 one-second intervals x 1 flow
     assert list(frame["t_s"]) == [float(k) for k in range(1, 11)]

@@ -12,7 +12,7 @@ from typing import Any
 
 import duckdb
 import pytest
-from conftest import SCENARIOS
+from conftest import SCENARIOS, store_run
 from tcplab import _core, cli, load_scenario
 from tcplab.normalize import normalize
 from tcplab.result import ResultFormatError, RunResult
@@ -121,6 +121,7 @@ CBR_FLOW: dict[str, Any] = {
         "max_ns": 400_000_000,
     },
     "goodput_bps": 240_000.0,
+    "bytes_delivered": 1_800_000,  # 240 kbit/s for the whole 60 s run
     "jitter_ns": 1_500_000,  # not in the interface: passed through to --json
 }
 
@@ -288,8 +289,10 @@ def test_to_json_dict() -> None:
         "owd_max_ms": 400.0,
         "jitter_ns": 1_500_000,
     }
-    assert out["aggregate_goodput_bps"] == 3_000_000.0  # TCP flows
-    assert out["cbr_goodput_bps"] == 240_000.0
+    # bytes of the TCP flows over the run's 60 s: 5,000,000 x 8 / 60 = 666,666.67 bit/s (the
+    # flow's own 3 Mbit/s is over its 13.3 s download)
+    assert out["aggregate_goodput_bps"] == pytest.approx(666_666.667)
+    assert out["cbr_goodput_bps"] == pytest.approx(240_000.0)  # 1,800,000 x 8 / 60
     assert out["bottleneck"]["name"] == "satellite.forward"
     assert out["bottleneck"]["outage_drops"] == 7 and out["bottleneck"]["aqm_drops"] == 0
     links = {link["name"]: link for link in out["links"]}
@@ -373,11 +376,17 @@ CREATE TABLE links (
     ecn_marks UBIGINT, queue_mean_pkts DOUBLE, queue_max_pkts UBIGINT,
     PRIMARY KEY (scenario_hash, seed, name));
 INSERT INTO meta VALUES ('schema_version', '1'), ('created_by', 'tcplab 0.1.0');
+INSERT INTO studies VALUES ('old', 'an old study', 'name = "old"', '2024-01-01 00:00:00');
 INSERT INTO study_runs VALUES ('old', 'aaaa', 1, '', '{"bottleneck.per": 0.001}');
-INSERT INTO runs (scenario_hash, seed, n_flows, goodput_bps, jain_fairness, series_file)
-    VALUES ('aaaa', 1, 2, 3000000.0, 0.8, 'aaaa-1.parquet');
-INSERT INTO flows (scenario_hash, seed, flow_id, cca, goodput_bps)
-    VALUES ('aaaa', 1, 0, 'reno', 2000000.0), ('aaaa', 1, 1, 'cubic', 1000000.0);
+INSERT INTO study_runs VALUES ('old', 'bbbb', 1, '', '{"bottleneck.per": 0.01}');
+INSERT INTO runs (scenario_hash, seed, n_flows, duration_s, rate_bps, goodput_bps,
+    throughput_bps, jain_fairness, series_file)
+    VALUES ('aaaa', 1, 2, 30.0, 4000000.0, 3000000.0, 3100000.0, 0.8, 'aaaa-1.parquet'),
+           ('bbbb', 1, 1, 30.0, 4000000.0, 2500000.0, 2600000.0, 1.0, 'bbbb-1.parquet');
+INSERT INTO flows (scenario_hash, seed, flow_id, cca, start_s, goodput_bps, bytes_delivered)
+    VALUES ('aaaa', 1, 0, 'reno', 0.0, 2000000.0, 7500000),
+           ('aaaa', 1, 1, 'cubic', 10.0, 1000000.0, 2500000),
+           ('bbbb', 1, 0, 'reno', 0.0, 2500000.0, NULL);
 INSERT INTO links (scenario_hash, seed, name, queue_drops)
     VALUES ('aaaa', 1, 'bottleneck.forward', 4);
 """
@@ -392,21 +401,21 @@ def _v1_file(path: Path) -> Path:
 
 def test_new_database_stores_cbr_and_pep_data(tmp_path: Path) -> None:
     run = make()
-    with Store(tmp_path / "r.duckdb") as store:
-        store.add_study("s", "", "")
-        store.add_run("s", "", {"path.pep": "distributed"}, ("h1", 1), run.scenario, run)
-        runs = store.runs("s")
-        flows = store.flows("s")
-        legs = store.legs("s")
-        links = store.con.execute("SELECT name, outage_drops FROM links ORDER BY name").fetchall()
-        buffers = store.con.execute(
-            "SELECT node, max_bytes FROM pep_buffers ORDER BY node"
-        ).fetchall()
+    store = Store(tmp_path / "r.duckdb")
+    store_run(store, "s", run, {"path.pep": "distributed"})
+    runs = store.runs("s")
+    flows = store.flows("s")
+    legs = store.legs("s")
+    links = store.query("SELECT name, outage_drops FROM links ORDER BY name")
+    buffers = store.query("SELECT node, max_bytes FROM pep_buffers ORDER BY node")
     row = runs.iloc[0]
     assert row["path.pep"] == "distributed"
     assert (row["n_flows"], row["n_cbr_flows"]) == (1, 1)  # flow metrics are the TCP flows'
-    assert row["goodput_bps"] == 3_000_000.0 and row["jain_fairness"] == 1.0
-    assert row["cbr_goodput_bps"] == 240_000.0
+    # 5,000,000 B x 8 over the 60 s run; the flow's own rate (3 Mbit/s over 13.3 s) is kept
+    assert row["goodput_bps"] == pytest.approx(666_666.667) and row["jain_fairness"] == 1.0
+    assert row["mean_flow_goodput_bps"] == 3_000_000.0
+    assert flows["flow_goodput_bps"].iloc[0] == 3_000_000.0
+    assert row["cbr_goodput_bps"] == pytest.approx(240_000.0)
     assert row["cbr_loss_ratio"] == pytest.approx(0.04)  # the core's ratio, weighted by sent
     assert (row["cbr_owd_mean_ms"], row["cbr_owd_p95_ms"]) == (290.5, 330.0)
     assert (row["pep"], row["bottleneck"]) == ("distributed", "satellite.forward")
@@ -426,22 +435,41 @@ def test_new_database_stores_cbr_and_pep_data(tmp_path: Path) -> None:
 
 def test_version_1_database_is_upgraded_and_keeps_its_runs(tmp_path: Path) -> None:
     path = _v1_file(tmp_path / "old.duckdb")
-    with Store(path, create=False) as store:
-        version = store.con.execute("SELECT value FROM meta WHERE key = 'schema_version'")
-        assert version.fetchone() == (str(SCHEMA_VERSION),)
-        old = store.runs("old")
-        assert len(old) == 1 and old["goodput_bps"].iloc[0] == 3_000_000.0
-        # what version 1 implies: TCP flows only, no PEP, the dumbbell's bottleneck
-        assert (old["n_cbr_flows"].iloc[0], old["pep"].iloc[0]) == (0, "none")
-        assert old["bottleneck"].iloc[0] == "bottleneck.forward"
-        assert list(store.flows("old")["kind"]) == ["tcp", "tcp"]
-        assert store.flows("old")["closed_s"].isna().all()  # version 3: unknown for old runs
-        run = make()
-        store.add_study("new", "", "")
-        store.add_run("new", "", {}, ("h2", 1), run.scenario, run)
-    with Store(path, create=False) as store:  # opens again without another migration
-        assert len(store.runs()) == 2
-        assert len(store.legs("new")) == 3
+    store = Store(path, create=False)
+    assert store.query("SELECT value FROM meta WHERE key = 'schema_version'") == [
+        (str(SCHEMA_VERSION),)
+    ]
+    old = store.runs("old").set_index("scenario_hash")
+    assert len(old) == 2
+    # runs of before model versions: model version unknown, never "already stored" for today
+    assert old["model_version"].isna().all()
+    assert set(old["run_id"]) == {"aaaa-1-unknown", "bbbb-1-unknown"}
+    # run goodput under today's definition, from the stored flow bytes over the duration:
+    # (7,500,000 + 2,500,000) x 8 / 30 s = 2,666,666.7 bit/s (the old file summed the flows'
+    # own rates: 3 Mbit/s); 2,666,666.7 / 4 Mbit/s = 0.6667 of the link
+    assert old.loc["aaaa", "goodput_bps"] == pytest.approx(2_666_666.667)
+    assert old.loc["aaaa", "goodput_utilization"] == pytest.approx(2 / 3)
+    # the second flow started at 10 s: the old throughput summed rates over different spans
+    assert old["throughput_bps"].isna().loc["aaaa"]
+    # a run whose flow bytes the old file lacks: unknown, not a number of another definition
+    assert old["goodput_bps"].isna().loc["bbbb"]
+    assert old.loc["bbbb", "throughput_bps"] == 2_600_000.0  # one flow for the whole run
+    # what version 1 implies: TCP flows only, no PEP, the dumbbell's bottleneck
+    assert (old.loc["aaaa", "n_cbr_flows"], old.loc["aaaa", "pep"]) == (0, "none")
+    assert old.loc["aaaa", "bottleneck"] == "bottleneck.forward"
+    flows = store.flows("old")
+    assert list(flows["kind"]) == ["tcp", "tcp", "tcp"]
+    assert list(flows["flow_goodput_bps"]) == [2_000_000.0, 1_000_000.0, 2_500_000.0]
+    assert flows["closed_s"].isna().all()  # version 3: unknown for old runs
+    # the old study is revision 1, of an unknown definition and model version
+    info = store.revision_info("old")
+    assert (info["revision"], info["definition"], info["model_version"]) == (1, None, None)
+    assert info["file_text"] == 'name = "old"'
+    run = make()
+    store_run(store, "new", run)
+    again = Store(path, create=False)  # opens again without another migration
+    assert len(again.runs()) == 3
+    assert len(again.legs("new")) == 3
 
 
 def test_newer_schema_is_refused(tmp_path: Path) -> None:
@@ -467,10 +495,10 @@ def test_cbr_loss_of_a_run_weights_each_flow_by_datagrams_sent(tmp_path: Path) -
     scen = scenario()
     scen["flows"].append(copy.deepcopy(scen["flows"][1]))
     run = RunResult.from_json(json.dumps(result), wall_s=0.1, scenario=scen)
-    with Store(tmp_path / "w.duckdb") as store:
-        store.add_study("w", "", "")
-        store.add_run("w", "", {}, ("h", 1), run.scenario, run)
-        row = store.runs("w").iloc[0]
+    store = Store(tmp_path / "w.duckdb")
+    store_run(store, "w", run)
+    row = store.runs("w").iloc[0]
     # (0.1 x 1000 + 0.02 x 3000) / 4000 = 160 / 4000 = 0.04 (not the mean 0.06 of the ratios)
     assert row["cbr_loss_ratio"] == pytest.approx(0.04)
-    assert row["n_cbr_flows"] == 2 and row["cbr_goodput_bps"] == 480_000.0
+    # two flows of 1,800,000 B over the 60 s run: 2 x 240 kbit/s
+    assert row["n_cbr_flows"] == 2 and row["cbr_goodput_bps"] == pytest.approx(480_000.0)

@@ -555,7 +555,7 @@ def test_cli_sweep_switches_the_pep(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     proc = run_cli("results", db, "--format", "json")
     assert proc.returncode == 0, proc.stderr
-    rows = {row["path.pep"]: row for row in json.loads(proc.stdout)}
+    rows = {row["path.pep"]: row for row in json.loads(proc.stdout)["rows"]}
     assert set(rows) == {"none", "distributed"}
     assert rows["distributed"]["pep"] == "distributed" and rows["none"]["pep"] == "none"
     assert rows["none"]["bottleneck"] == "satellite.forward"

@@ -184,33 +184,48 @@ def test_series_frame_long_format() -> None:
     frame = make().series_frame()
     assert list(frame.columns) == [
         "t_s",
-        "flow",
+        "flow_id",
+        "kind",
+        "cca",
         "goodput_bps",
         "throughput_bps",
         "rtt_ms",
         "cwnd_bytes",
         "retransmits",
+        "bottleneck_queue_pkts",
+        "bottleneck_utilization",
     ]
     assert len(frame) == 6  # 3 intervals x 2 flows
     assert list(frame["t_s"]) == [1.0, 1.0, 2.0, 2.0, 3.0, 3.0]
-    assert list(frame["flow"]) == [0, 1, 0, 1, 0, 1]
+    assert list(frame["flow_id"]) == [0, 1, 0, 1, 0, 1]
+    assert list(frame["cca"]) == ["reno", "cubic"] * 3
+    assert list(frame["kind"]) == ["tcp"] * 6
     assert list(frame["goodput_bps"]) == [1.0, 4.0, 2.0, 5.0, 3.0, 6.0]
     assert math.isnan(frame["rtt_ms"].iloc[0])  # interval without RTT sample
     assert frame["rtt_ms"].iloc[2] == 501.0
+    # the bottleneck's value of the interval, on each flow's row
+    assert list(frame["bottleneck_utilization"]) == [0.1, 0.1, 0.5, 0.5, 0.9, 0.9]
+    assert frame.attrs["provenance"]["seed"] == 1
 
 
 @pytest.mark.parametrize("suffix", [".parquet", ".csv"])
 def test_write_series_round_trip(tmp_path: Path, suffix: str) -> None:
-    path = write_series(make().series, tmp_path / f"s{suffix}")
-    back = pd.read_parquet(path) if suffix == ".parquet" else pd.read_csv(path)
+    from tcplab.export import read_table
+
+    path = write_series(make(), tmp_path / f"s{suffix}")
+    back, provenance = read_table(path)
     assert len(back) == 6
     assert list(back["cwnd_bytes"]) == [14480, 14480, 28960, 14480, 43440, 14480]
     assert back["rtt_ms"].isna().sum() == 2
+    assert provenance["seed"] == 1 and provenance["wall_s"] == 0.5
+    # plain pandas reads the rows too: the CSV provenance is in "#" comment lines
+    plain = pd.read_parquet(path) if suffix == ".parquet" else pd.read_csv(path, comment="#")
+    assert list(plain.columns) == list(back.columns) and len(plain) == 6
 
 
 def test_write_series_refuses_other_extensions(tmp_path: Path) -> None:
     with pytest.raises(ScenarioError, match=r"unknown file extension; allowed: \.parquet, \.csv"):
-        write_series(make().series, tmp_path / "s.xlsx")
+        write_series(make(), tmp_path / "s.xlsx")
 
 
 def test_link_without_ecn_marks_is_a_format_error() -> None:

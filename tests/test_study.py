@@ -96,7 +96,7 @@ def test_store_round_trip_and_resume_skip(tmp_path: Path) -> None:
         again = run_study(st, store, jobs=2, progress=False)
         runs = store.runs("small")
         flows = store.flows("small")
-        series = store.series(str(runs["scenario_hash"].iloc[0]), int(runs["seed"].iloc[0]))
+        series = store.series(str(runs["run_id"].iloc[0]))
     assert (first.ran, first.skipped) == (8, 0)
     assert (again.ran, again.skipped) == (0, 8)
     assert len(runs) == 8 and len(flows) == 8
@@ -117,6 +117,8 @@ def test_second_study_shares_runs_it_has_in_common(tmp_path: Path) -> None:
         s2 = run_study(two, store, jobs=2, progress=False)
         assert (s2.ran, s2.skipped, s2.linked) == (4, 4, 4)
         assert len(store.runs("other")) == 8 and len(store.runs()) == 16
+        # 12 distinct runs, 4 of them in both studies
+        assert store.query("SELECT count(*) FROM runs") == [(12,)]
 
 
 def test_aggregate_mean_std_ci_match_hand_values(tmp_path: Path) -> None:
@@ -156,6 +158,11 @@ def test_not_a_database_is_a_one_line_error(tmp_path: Path) -> None:
 
 
 def test_sweep_killed_hard_resumes_without_losing_or_duplicating(tmp_path: Path) -> None:
+    """kill -9 at (seeded) random moments, three times, then a full rerun: every committed
+    run survives each kill, none is stored twice, and the rerun completes the grid. Progress
+    is read from the database itself, in this process, while the sweep writes it."""
+    import random
+
     # 48 runs of a 50 Mbit/s GEO path (about 0.2-0.5 s each): long enough to kill mid-sweep.
     study_file = tmp_path / "kill.toml"
     study_file.write_text(
@@ -165,33 +172,47 @@ def test_sweep_killed_hard_resumes_without_losing_or_duplicating(tmp_path: Path)
         '[sweep]\n"bottleneck.per" = { log = [1e-6, 1e-4], points = 8 }\nrepetitions = 6\n'
     )
     db = tmp_path / "kill.duckdb"
-    series = tmp_path / "kill.duckdb.series"
     cmd = [*TCPLAB, "sweep", str(study_file), "--db", str(db), "--jobs", "2", "--no-progress"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 120
-    done_before_kill = 0
-    # The writer holds DuckDB's file lock, so progress is read from the per-run series files
-    # (each is written just before its run is committed).
-    while time.time() < deadline and proc.poll() is None:
-        time.sleep(0.05)
-        done_before_kill = len(list(series.glob("*.parquet"))) if series.exists() else 0
-        if done_before_kill >= 6:
-            break
-    assert proc.poll() is None, "the sweep ended before it could be killed"
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    with Store(db) as store:
-        stored = len(store.runs("kill"))
-    # the single writer saves a run's series file just before committing its row, so when
-    # the kill lands between the two, one counted series file has no committed run yet
-    assert done_before_kill - 1 <= stored < 48, (done_before_kill, stored)
+    rng = random.Random(20240611)
+
+    def stored() -> int:
+        if not db.exists():
+            return 0
+        try:
+            return int(Store(db, create=False).query("SELECT count(*) FROM runs")[0][0])
+        except StoreError:  # not created yet
+            return 0
+
+    counts = [0]
+    for _ in range(3):
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # a random moment: after a random number of new commits, plus a random delay
+        target = counts[-1] + rng.randint(1, 8)
+        deadline = time.time() + 120
+        while time.time() < deadline and proc.poll() is None and stored() < target:
+            time.sleep(0.02)
+        time.sleep(rng.uniform(0.0, 0.4))
+        assert proc.poll() is None, "the sweep ended before it could be killed"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        now = stored()
+        # nothing committed is lost by a kill (and the sweep made progress in between)
+        assert counts[-1] <= now < 48, [*counts, now]
+        counts.append(now)
     resumed = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert resumed.returncode == 0, resumed.stderr
     with Store(db) as store:
         runs = store.runs("kill")
-    assert len(runs) == 48
+        assert store.query("SELECT count(*), count(DISTINCT run_id) FROM runs") == [(48, 48)]
+        orphans = store.query(
+            "SELECT count(*) FROM runs WHERE run_id NOT IN (SELECT run_id FROM revision_runs)"
+        )
+    assert len(runs) == 48 and orphans == [(0,)]
     assert not runs.duplicated(["scenario_hash", "seed"]).any()
-    assert f"{stored} already stored" in resumed.stdout
+    assert counts[-1] > counts[0]
+    assert f"{counts[-1]} already stored" in resumed.stdout
+    # every stored run has its series file
+    assert all((db.parent / "kill.duckdb.series" / f).exists() for f in runs["series_file"])
 
 
 def test_dask_local_cluster_runs_the_same_sweep(tmp_path: Path) -> None:
@@ -263,8 +284,11 @@ def test_cli_sweep_report_plot_results(tmp_path: Path) -> None:
         assert r.returncode == 0, r.stderr
         assert (tmp_path / f"g.{ext}").stat().st_size > 1000
     r = run("results", db, "--format", "json")
-    rows = json.loads(r.stdout)
+    doc = json.loads(r.stdout)
+    rows = doc["rows"]
     assert len(rows) == 4 and {"bottleneck.per", "goodput_bps", "seed"} <= set(rows[0])
+    assert doc["provenance"]["studies"][0]["revision"] == 1
+    assert "cli revision 1 of 1" in r.stderr
     r = run("results", db, "--format", "parquet", "-o", str(tmp_path / "x.parquet"))
     assert r.returncode == 0
     r = run("plot", db, "-o", str(tmp_path / "g.gif"))

@@ -10,17 +10,18 @@ Scenarios are TOML files (see `scenarios/`), validated here and simulated by the
 
 from importlib.metadata import PackageNotFoundError, version
 
+# Before the submodules: they record it (provenance) and may be imported by the lines below.
+try:
+    __version__ = version("tcplab")
+except PackageNotFoundError:  # running from a source tree that was never installed
+    __version__ = "0+unknown"
+
 from .catalogue import CcaInfo, ccas
 from .errors import ScenarioError
 from .loader import load_scenario
 from .result import FlowResult, LinkResult, RunResult
 from .runner import run
 from .scenario import Scenario
-
-try:
-    __version__ = version("tcplab")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0+unknown"
 
 __all__ = [
     "CcaInfo",

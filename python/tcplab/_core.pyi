@@ -1,6 +1,6 @@
 # Type stub for the Rust extension module (crates/py). See docs/interface.md for the JSON formats.
 
-__all__ = ["ccas_json", "core_version", "run_json"]
+__all__ = ["ccas_json", "core_version", "model_version", "run_json"]
 
 def run_json(scenario_json: str) -> str:
     """Run one simulation of a normalized scenario; returns the result JSON.
@@ -13,3 +13,6 @@ def ccas_json() -> str:
 
 def core_version() -> str:
     """Version of the simulation core."""
+
+def model_version() -> int:
+    """Version of the simulation model: bumped by any change that alters results."""

@@ -1,9 +1,16 @@
 """Aggregation across repetitions, with theory references.
 
-Per grid point (study, variant, swept parameters): mean, standard deviation and the
-half-width of the 95 % confidence interval of the mean (Student t) for each metric; plus the
-Mathis bound capped at the link's payload capacity, the Padhye (PFTK) model and the physical
-(propagation) RTT of the path.
+Per grid point (study, revision, variant, swept parameters): mean, standard deviation and the
+95 % confidence interval of the mean (Student t) for each metric; plus the Mathis bound
+capped at the link's payload capacity, the Padhye (PFTK) model and the physical (propagation)
+RTT of the path.
+
+Runs of different study revisions are never pooled: the revision is part of the grid point.
+`<m>_ci95` is the interval's half-width; `<m>_ci_low` and `<m>_ci_high` are its ends, clipped
+to the values the metric can take (`metrics.METRICS`: e.g. [0, 1] for Jain's index and the
+utilizations, >= 0 for rates), so a bounded metric's interval never leaves its range. A
+metric whose repetitions are all identical (a deterministic scenario) has a standard
+deviation and interval of exactly 0, not a rounding residue.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from typing import Final
 
 import pandas as pd  # type: ignore[import-untyped]
 
+from .metrics import METRIC_BY_NAME, METRICS
 from .store import param_columns
 from .theory import mathis_bps, padhye_bps
 
@@ -52,20 +60,7 @@ _T975: Final = (
 )
 _Z975: Final = 1.959964
 
-DEFAULT_METRICS: Final = (
-    "goodput_bps",
-    "throughput_bps",
-    "rtt_mean_ms",
-    "rtt_p95_ms",
-    "retransmits",
-    "rto_count",
-    "jain_fairness",
-    "minmax_ratio",
-    "utilization",
-    "goodput_utilization",
-    "queue_mean_pkts",
-    "completion_s",
-)
+DEFAULT_METRICS: Final = tuple(m.name for m in METRICS)
 
 
 def t975(df: int) -> float:
@@ -85,11 +80,38 @@ def ci95(std: float, n: int) -> float:
 
 
 def group_columns(runs: pd.DataFrame) -> list[str]:
-    return ["study", "variant", *param_columns(runs)]
+    return [c for c in ("study", "revision", "variant") if c in runs.columns] + param_columns(runs)
+
+
+def summarize(values: pd.Series, metric: str) -> dict[str, float]:
+    """Mean, standard deviation, 95 % CI half-width and its ends (clipped to the metric's
+    range) of one metric's repetitions; NaN where undefined."""
+    col = pd.to_numeric(values, errors="coerce").dropna()
+    n = len(col)
+    if n == 0:
+        return dict.fromkeys(("mean", "std", "ci95", "ci_low", "ci_high"), math.nan)
+    if col.min() == col.max():  # identical repetitions: exact, whatever the float rounding
+        mean = float(col.iloc[0])
+        std = 0.0 if n > 1 else math.nan
+        half = 0.0 if n > 1 else math.nan
+    else:
+        mean = float(col.mean())
+        std = float(col.std(ddof=1))
+        half = ci95(std, n)
+    spec = METRIC_BY_NAME.get(metric)
+    low, high = (spec.low, spec.high) if spec else (-math.inf, math.inf)
+    return {
+        "mean": mean,
+        "std": std,
+        "ci95": half,
+        "ci_low": max(mean - half, low) if not math.isnan(half) else math.nan,
+        "ci_high": min(mean + half, high) if not math.isnan(half) else math.nan,
+    }
 
 
 def aggregate(runs: pd.DataFrame, metrics: Sequence[str] = DEFAULT_METRICS) -> pd.DataFrame:
-    """One row per grid point: `<m>_mean`, `<m>_std`, `<m>_ci95`, `n`, plus theory columns."""
+    """One row per grid point: `n`, `model_version`, and for each metric `<m>_mean`, `<m>_std`,
+    `<m>_ci95`, `<m>_ci_low`, `<m>_ci_high`; plus theory columns."""
     keys = group_columns(runs)
     present = [m for m in metrics if m in runs.columns]
     rows = []
@@ -97,13 +119,12 @@ def aggregate(runs: pd.DataFrame, metrics: Sequence[str] = DEFAULT_METRICS) -> p
         values = group if isinstance(group, tuple) else (group,)
         row: dict[str, object] = dict(zip(keys, values, strict=True))
         row["n"] = len(df)
+        if "model_version" in df:
+            models = df["model_version"].dropna().unique()
+            row["model_version"] = int(models[0]) if len(models) == 1 else None
         for m in present:
-            col = pd.to_numeric(df[m], errors="coerce").dropna()
-            mean = float(col.mean()) if len(col) else math.nan
-            std = float(col.std(ddof=1)) if len(col) > 1 else math.nan
-            row[f"{m}_mean"] = mean
-            row[f"{m}_std"] = std
-            row[f"{m}_ci95"] = ci95(std, len(col))
+            for stat, value in summarize(df[m], m).items():
+                row[f"{m}_{stat}"] = value
         first = df.iloc[0]
         row.update(theory_columns(first))
         rows.append(row)

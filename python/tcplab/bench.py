@@ -24,6 +24,7 @@ from . import __version__, _core
 from .demo import builtin_scenario
 from .errors import ScenarioError
 from .loader import load_scenario
+from .provenance import git_commit
 from .result import RunResult
 from .runner import run_scenario
 from .units import parse_duration_ns
@@ -155,8 +156,8 @@ def run_sweep_benchmark(duration: str | None) -> SweepBench:
     raw["study"] = {"name": f"bench-{study.name}"}
     small = study_from_dict(raw, default_name=study.name, base_dir=study.base_dir)
     jobs = os.cpu_count() or 1
-    with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "bench.duckdb") as store:
-        summary = run_study(small, store, jobs=jobs, progress=False)
+    with tempfile.TemporaryDirectory() as tmp:
+        summary = run_study(small, Store(Path(tmp) / "bench.duckdb"), jobs=jobs, progress=False)
     simulated_s = summary.ran * parse_duration_ns(raw["duration"]) / 1e9
     return SweepBench(
         study=f"{study.name} (1 variant, 1 seed)",
@@ -216,6 +217,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = {
         "tcplab_version": __version__,
         "core_version": _core.core_version(),
+        "model_version": _core.model_version(),
+        "git_commit": git_commit(),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "cpu_count": os.cpu_count(),

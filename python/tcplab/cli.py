@@ -88,7 +88,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario, _overrides(args))
     result = run_scenario(scenario)
     if args.series is not None:
-        write_series(result.series, args.series)
+        write_series(result, args.series)
     if args.json:
         print(json.dumps(result.to_json_dict()))
     else:
@@ -193,7 +193,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _versions() -> str:
     from . import __version__, _core
 
-    return f"tcplab {__version__} (core {_core.core_version()})"
+    return (
+        f"tcplab {__version__} (core {_core.core_version()}, model version {_core.model_version()})"
+    )
 
 
 def _run(argv: Sequence[str] | None) -> int:

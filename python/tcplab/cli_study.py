@@ -1,11 +1,16 @@
 """Study commands of the `tcplab` CLI: sweep | report | plot | results | study.
 
 tcplab sweep STUDY.toml [--jobs N] [--db results.duckdb] [--executor local|dask --scheduler URL]
-tcplab report results.duckdb [--study NAME] -o report.html
-tcplab plot results.duckdb [--study NAME] --kind goodput -o fig.png|svg|pdf
-tcplab results results.duckdb [--study NAME] [--table runs|flows|aggregate]
-    --format csv|parquet|json [-o FILE]
+    [--new-revision | --replace] [--plan]
+tcplab report results.duckdb [--study NAME] [--revision N] -o report.html
+tcplab plot results.duckdb [--study NAME] [--revision N] --kind goodput -o fig.png|svg|pdf
+tcplab results results.duckdb [--study NAME] [--revision N] [--table runs|flows|aggregate]
+    [--format csv|parquet|json] [-o FILE]
+tcplab results EXPORT.csv|.parquet|.json [--format ...] [-o FILE]    (read an export back)
 tcplab study list | show NAME | run NAME [--jobs N] [--db FILE] [--report FILE]
+
+Reading commands show one revision of a study (by default its latest) and say which on
+stderr. Heavy libraries (pandas, DuckDB, matplotlib) are imported inside the commands.
 """
 
 from __future__ import annotations
@@ -15,20 +20,20 @@ import importlib.resources
 import math
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 
-from .aggregate import aggregate
-from .axes import study_axes
 from .errors import ScenarioError
-from .plots import PLOTS, figure, save
-from .render import wide_console
-from .report import write_report
-from .store import Store
+from .plotspecs import PLOTS
 from .study import Study, load_study, study_from_dict
-from .sweep import SweepSummary, run_study
+
+if TYPE_CHECKING:
+    import pandas as pd  # type: ignore[import-untyped]
+
+    from .store import Store
+    from .sweep import SweepSummary
 
 EXPORT_FORMATS = ("csv", "parquet", "json")
 TABLES = ("runs", "flows", "aggregate")
@@ -65,7 +70,49 @@ def _count(value: str) -> int:
 
 
 def _open_db(path: str) -> Store:
+    from .store import Store
+
     return Store(path, create=False)
+
+
+def _say(text: str) -> None:
+    """A note for people on stderr (stdout may be an export)."""
+    Console(stderr=True, highlight=False).print(text, soft_wrap=True)
+
+
+def revision_line(store: Store, study: str, revision: int) -> str:
+    """`STUDY revision N of M (model version V, definition HASH, R of G runs)`."""
+    revs = store.revisions(study)
+    row = revs[revs["revision"] == revision].iloc[0]
+    model = row["model_version"]
+    model_text = "unknown" if model is None or model != model else str(int(model))
+    definition = row["definition_hash"] or "unknown (stored before revisions)"
+    grid = row["n_runs"]
+    of = f" of {int(grid)}" if grid == grid and grid is not None else ""
+    return (
+        f"{study} revision {revision} of {int(revs['revision'].max())} (model version "
+        f"{model_text}, definition {definition}, {int(row['runs'])}{of} runs)"
+    )
+
+
+def _selected(store: Store, study: str | None, revision: int | None) -> list[tuple[str, int]]:
+    """The (study, revision) pairs a reading command shows: one study (the only one, or
+    `--study`) at `--revision` or its latest; with neither and several studies, each study's
+    latest revision."""
+    names = store.study_names()
+    if not names:
+        raise ScenarioError(f"{store.path}: the database holds no study")
+    if study is None:
+        if revision is not None:
+            if len(names) > 1:
+                raise ScenarioError(
+                    f"--revision: needs --study when the database holds several studies; "
+                    f"allowed: {', '.join(names)}"
+                )
+            study = names[0]
+        else:
+            return [(name, store.resolve(name)) for name in names]
+    return [(study, store.resolve(study, revision))]
 
 
 def _scaled(study: Study, args: argparse.Namespace) -> Study:
@@ -107,13 +154,17 @@ def short_names(keys: list[str]) -> dict[str, str]:
 
 
 def _print_summary(console: Console, study: Study, store: Store, summary: SweepSummary) -> None:
+    from .aggregate import aggregate
+    from .axes import study_axes
+
     status = "interrupted — rerun the same command to resume" if summary.interrupted else "done"
     console.print(
-        f"[bold]{study.name}[/]: {summary.total} runs, {summary.ran} simulated now, "
-        f"{summary.skipped} already stored ({summary.linked} shared with other studies); "
+        f"[bold]{study.name}[/] {summary.revision_note}: {summary.total} runs, "
+        f"{summary.ran} simulated now, {summary.skipped} already stored "
+        f"({summary.linked} shared with other studies or revisions); "
         f"{summary.wall_s:.1f} s wall, {summary.runs_per_s:.1f} runs/s — {status}"
     )
-    runs = store.runs(study.name)
+    runs = store.runs(study.name, summary.revision)
     if runs.empty:
         return
     df, axes = study_axes(runs)
@@ -124,7 +175,8 @@ def _print_summary(console: Console, study: Study, store: Store, summary: SweepS
     names = short_names([*row_keys, *([column] if column else [])])
     columns_are = f"; columns: {names[column]}" if column else ""
     table = Table(
-        title=f"{study.name}: goodput Mbit/s (mean over repetitions) / mean RTT ms{columns_are}"
+        title=f"{study.name} revision {summary.revision}: goodput Mbit/s (mean over "
+        f"repetitions) / mean RTT ms{columns_are}"
     )
     for k in row_keys:
         table.add_column(names[k])
@@ -153,76 +205,237 @@ def _print_summary(console: Console, study: Study, store: Store, summary: SweepS
     console.print(table)
 
 
-def _sweep(study: Study, args: argparse.Namespace) -> int:
-    console = Console(stderr=True)
-    with Store(args.db) as store:
-        summary = run_study(
-            study,
-            store,
-            jobs=args.jobs,
-            executor=args.executor,
-            scheduler=args.scheduler,
-            console=console,
-            progress=not args.no_progress,
+def _on_change(args: argparse.Namespace) -> str:
+    if getattr(args, "new_revision", False) and getattr(args, "replace", False):
+        raise ScenarioError(
+            "--new-revision, --replace: choose one; allowed: --new-revision (keep the old "
+            "revision) or --replace (discard it)"
         )
-        _print_summary(wide_console(), study, store, summary)
-        if args.report and not summary.interrupted:
-            path = write_report(store, args.report, study.name)
-            console.print(f"wrote {path}")
+    if getattr(args, "new_revision", False):
+        return "new"
+    return "replace" if getattr(args, "replace", False) else "refuse"
+
+
+def _print_plan(study: Study, args: argparse.Namespace) -> int:
+    """The grid, the variants and the run count; how many are stored when the database
+    exists. Runs nothing and creates nothing."""
+    from . import _core
+    from .sweep import plan, stored_count
+
+    model = _core.model_version()
+    specs = plan(study, model)
+    out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    out.print(f"study {study.name}: {study.description}" if study.description else study.name)
+    for axis in study.axes:
+        shown = ", ".join(str(v) for v in axis.values)
+        out.print(f"  sweep {axis.path}: {len(axis.values)} values: {shown}")
+    named = [v for v in study.variants if v.name]
+    if named:
+        out.print(f"  variants ({len(named)}):")
+        for v in named:
+            sets = ", ".join(f"{k} = {val}" for k, val in v.overrides) or "(the base scenario)"
+            out.print(f"    {v.name}: {sets}")
+    out.print(
+        f"  {study.n_points} grid points x {study.repetitions} repetitions (seeds "
+        f"{study.base_seed}..{study.base_seed + study.repetitions - 1}) = {study.n_runs} runs"
+        + (f", {len(specs)} distinct" if len(specs) != study.n_runs else "")
+    )
+    db = Path(args.db)
+    if db.exists():
+        from .store import Store
+
+        stored = stored_count(Store(db, create=False), specs)
+        out.print(
+            f"  {db}: {stored} of {len(specs)} already stored (model version {model}), "
+            f"{len(specs) - stored} to simulate"
+        )
+    else:
+        out.print(f"  {db}: does not exist yet; {len(specs)} to simulate (model version {model})")
+    return 0
+
+
+def _sweep(study: Study, args: argparse.Namespace) -> int:
+    from . import _core
+    from .render import wide_console
+    from .report import write_report
+    from .store import Store
+    from .sweep import plan, run_study
+
+    on_change = _on_change(args)
+    if getattr(args, "report", None):
+        _check_report_path(args.report)
+    # the whole grid is validated before the database is created or touched
+    specs = plan(study, _core.model_version())
+    console = Console(stderr=True)
+    store = Store(args.db, wait_s=args.db_wait)
+    summary = run_study(
+        study,
+        store,
+        jobs=args.jobs,
+        executor=args.executor,
+        scheduler=args.scheduler,
+        console=console,
+        progress=not args.no_progress,
+        on_change=on_change,
+        wait_s=args.db_wait,
+        specs=specs,
+    )
+    _print_summary(wide_console(), study, store, summary)
+    if args.report and not summary.interrupted:
+        path = write_report(store, args.report, study.name, revision=summary.revision)
+        console.print(f"wrote {path}")
     return 130 if summary.interrupted else 0
 
 
+def _check_report_path(out: str) -> None:
+    if Path(out).suffix.lower() not in (".html", ".htm"):
+        raise ScenarioError(f"-o = {out!r}: a report is an HTML file; allowed: *.html")
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
-    return _sweep(_scaled(load_study(args.study), args), args)
+    study = _scaled(load_study(args.study), args)
+    if args.plan:
+        return _print_plan(study, args)
+    return _sweep(study, args)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    with _open_db(args.db) as store:
-        path = write_report(store, args.output, args.study)
+    from .report import write_report
+
+    _check_report_path(args.output)
+    store = _open_db(args.db)
+    chosen = _selected(store, args.study, args.revision)
+    if len(chosen) > 1:
+        raise ScenarioError(
+            "--study: the database holds several studies; allowed: "
+            + ", ".join(name for name, _ in chosen)
+        )
+    study, revision = chosen[0]
+    _say(f"report of {revision_line(store, study, revision)}")
+    path = write_report(store, args.output, study, revision=revision)
     print(f"wrote {path}")
     return 0
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    with _open_db(args.db) as store:
-        runs = store.runs(args.study)
-        if args.study is None and runs["study"].nunique() > 1:
-            raise ScenarioError(
-                "--study: the database holds several studies; allowed: "
-                + ", ".join(sorted(runs["study"].unique()))
-            )
-        save(figure(args.kind, runs, store), args.output)
+    from .plots import figure, save
+    from .plotspecs import check_figure_path
+
+    check_figure_path(args.output)
+    store = _open_db(args.db)
+    chosen = _selected(store, args.study, args.revision)
+    if len(chosen) > 1:
+        raise ScenarioError(
+            "--study: the database holds several studies; allowed: "
+            + ", ".join(name for name, _ in chosen)
+        )
+    study, revision = chosen[0]
+    _say(f"plot of {revision_line(store, study, revision)}")
+    runs = store.runs(study, revision)
+    fig = figure(args.kind, runs, store)
+    fig.suptitle(f"{fig.get_suptitle()} ({study}, revision {revision})")
+    save(fig, args.output)
     print(f"wrote {args.output}")
     return 0
 
 
+def _export_format(fmt: str | None, out: str | None) -> str:
+    """The format to write: `--format`, else what `-o`'s extension says, else CSV; a format
+    and an extension that disagree are refused."""
+    from .export import format_of
+
+    said = format_of(out) if out else None
+    if out and said is None:
+        raise ScenarioError(f"-o = {out!r}: unknown file extension; allowed: .csv, .parquet, .json")
+    if fmt is None:
+        return said or "csv"
+    if said is not None and said != fmt:
+        raise ScenarioError(
+            f"-o = {out!r}: the extension says {said} but --format is {fmt}; allowed: "
+            f"-o FILE.{fmt}, or --format {said}"
+        )
+    return fmt
+
+
+def export_provenance(
+    store: Store, chosen: list[tuple[str, int]], table: str, runs: pd.DataFrame
+) -> dict[str, Any]:
+    """What an exported table is of: the database, each study revision (its effective
+    definition included), and the provenance of its runs (distinct values; per-run values are
+    columns of the `runs` table); plus who exported it, where and when."""
+    from .provenance import Build, utc_now
+
+    build = Build.current()
+
+    def distinct(column: str) -> list[Any]:
+        if column not in runs:
+            return []
+        return sorted({v for v in runs[column].tolist() if v == v and v is not None}, key=str)
+
+    revisions = []
+    for study, revision in chosen:
+        info = store.revision_info(study, revision)
+        revisions.append(
+            {
+                "study": study,
+                "revision": revision,
+                "model_version": info.get("model_version"),
+                "definition_hash": info.get("definition_hash"),
+                "definition": info.get("definition"),
+            }
+        )
+    started = distinct("started_utc")
+    import socket
+
+    return {
+        "table": table,
+        "database": str(store.path),
+        "studies": revisions,
+        "n_runs": len(runs),
+        "model_versions": distinct("model_version"),
+        "run_tcplab_versions": distinct("tcplab_version"),
+        "run_git_commits": distinct("git_commit"),
+        "run_hosts": distinct("host"),
+        "first_started_utc": str(started[0]) if started else None,
+        "last_started_utc": str(started[-1]) if started else None,
+        "wall_s_total": float(runs["wall_s"].sum()) if "wall_s" in runs else None,
+        "exported_utc": utc_now(),
+        "exported_by": {**build.to_dict(), "host": socket.gethostname()},
+    }
+
+
 def cmd_results(args: argparse.Namespace) -> int:
-    with _open_db(args.db) as store:
-        if args.table == "flows":
-            df = store.flows(args.study)
-        elif args.table == "aggregate":
-            df = aggregate(store.runs(args.study))
-        else:
-            df = store.runs(args.study)
-    fmt = args.format
-    out = args.output
-    if fmt == "parquet" and not out:
+    from .export import format_of, read_table, write_table
+
+    fmt = _export_format(args.format, args.output)
+    if fmt == "parquet" and not args.output:
         raise ScenarioError(
             "-o: parquet is binary and needs an output file; allowed: -o FILE.parquet"
         )
-    if fmt == "csv":
-        text = df.to_csv(index=False)
-    elif fmt == "json":
-        text = df.to_json(orient="records", indent=1)
-    else:
-        df.to_parquet(out, index=False)
-        print(f"wrote {out} ({len(df)} rows)")
+    if format_of(args.db) is not None:  # an exported table: read it back
+        df, provenance = read_table(args.db)
+        _say(f"{args.db}: {len(df)} rows; provenance: {', '.join(provenance) or 'none'}")
+        write_table(df, args.output, fmt, provenance)
+        if args.output:
+            print(f"wrote {args.output} ({len(df)} rows)")
         return 0
-    if out:
-        Path(out).write_text(text, encoding="utf-8")
-        print(f"wrote {out} ({len(df)} rows)")
+    store = _open_db(args.db)
+    chosen = _selected(store, args.study, args.revision)
+    for study, revision in chosen:
+        _say(f"{args.table} of {revision_line(store, study, revision)}")
+    study_arg, revision_arg = chosen[0] if len(chosen) == 1 else (None, None)
+    runs = store.runs(study_arg, revision_arg)
+    if args.table == "flows":
+        df = store.flows(study_arg, revision_arg)
+    elif args.table == "aggregate":
+        from .aggregate import aggregate
+
+        df = aggregate(runs)
     else:
-        sys.stdout.write(text)
+        df = runs
+    write_table(df, args.output, fmt, export_provenance(store, chosen, args.table, runs))
+    if args.output:
+        print(f"wrote {args.output} ({len(df)} rows)")
     return 0
 
 
@@ -247,8 +460,12 @@ def cmd_study(args: argparse.Namespace) -> int:
         for p in paths:
             sys.stdout.write(p.read_text(encoding="utf-8"))
         return 0
+    from .report import write_report
+    from .store import Store
+
     args.db = args.db or f"{args.name}.duckdb"
     report = args.report or f"{args.name}.html"
+    _check_report_path(report)
     args.report = None
     status = 0
     names = []
@@ -258,8 +475,7 @@ def cmd_study(args: argparse.Namespace) -> int:
         status = _sweep(study, args)
         if status:
             return status
-    with Store(args.db) as store:
-        path = write_report(store, report, names, title=args.name)
+    path = write_report(Store(args.db), report, names, title=args.name)
     Console(stderr=True).print(f"wrote {path}")
     return status
 
@@ -271,6 +487,58 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--duration", help='override the simulated time of every run, e.g. "60s"')
     p.add_argument("--repetitions", type=_count, default=None, help="override repetitions (seeds)")
+    p.add_argument(
+        "--db-wait",
+        type=_seconds,
+        default=60.0,
+        metavar="SECONDS",
+        help="how long a commit waits while another process holds the database (default 60)",
+    )
+    p.add_argument(
+        "--new-revision",
+        action="store_true",
+        help="the study's definition changed: store it as a new revision beside the old",
+    )
+    p.add_argument(
+        "--replace",
+        action="store_true",
+        help="the study's definition changed: discard the latest revision (and the runs no "
+        "other revision uses) and store this one in its place",
+    )
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: must be a number of seconds; allowed: 0 ..= 86400"
+        ) from None
+    if not 0 <= value <= 86400:
+        raise argparse.ArgumentTypeError(f"{text}: out of range; allowed: 0 ..= 86400")
+    return value
+
+
+def _revision_arg(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: must be an integer; allowed: 1, 2, ..."
+        ) from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{n}: out of range; allowed: 1, 2, ...")
+    return n
+
+
+def _add_selection(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--study", help="study name (needed if the database holds several)")
+    p.add_argument(
+        "--revision",
+        type=_revision_arg,
+        default=None,
+        help="study revision (default: the latest)",
+    )
 
 
 def add_commands(sub: Any) -> None:
@@ -281,27 +549,38 @@ def add_commands(sub: Any) -> None:
         "--db", default="results.duckdb", help="results database (default results.duckdb)"
     )
     sw.add_argument("--report", metavar="OUT.html", help="also write the HTML report")
+    sw.add_argument(
+        "--plan",
+        action="store_true",
+        help="print the grid, the variants and the run count (and how many are stored); "
+        "run nothing",
+    )
     _add_run_options(sw)
     sw.set_defaults(handler=cmd_sweep)
 
     rp = sub.add_parser("report", help="write a self-contained HTML report of a study")
     rp.add_argument("db", metavar="RESULTS.duckdb")
-    rp.add_argument("--study", help="study name (needed if the database holds several)")
+    _add_selection(rp)
     rp.add_argument("-o", "--output", default="report.html", metavar="OUT.html")
     rp.set_defaults(handler=cmd_report)
 
     pl = sub.add_parser("plot", help="draw one figure of a study")
     pl.add_argument("db", metavar="RESULTS.duckdb")
-    pl.add_argument("--study")
+    _add_selection(pl)
     pl.add_argument("--kind", choices=tuple(PLOTS), default="goodput")
     pl.add_argument("-o", "--output", required=True, metavar="FIG.png|svg|pdf")
     pl.set_defaults(handler=cmd_plot)
 
-    rs = sub.add_parser("results", help="export results as CSV, Parquet or JSON")
-    rs.add_argument("db", metavar="RESULTS.duckdb")
-    rs.add_argument("--study")
+    rs = sub.add_parser("results", help="export results (with provenance) as CSV, Parquet or JSON")
+    rs.add_argument("db", metavar="RESULTS.duckdb|EXPORT")
+    _add_selection(rs)
     rs.add_argument("--table", choices=TABLES, default="runs")
-    rs.add_argument("--format", choices=EXPORT_FORMATS, default="csv")
+    rs.add_argument(
+        "--format",
+        choices=EXPORT_FORMATS,
+        default=None,
+        help="default: the extension of -o, else csv",
+    )
     rs.add_argument("-o", "--output", metavar="FILE")
     rs.set_defaults(handler=cmd_results)
 

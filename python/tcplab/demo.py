@@ -165,7 +165,8 @@ def write_report_outputs(
 
     study = study_from_dict(report_study(duration, [c.name for c in ccas()]), default_name="demo")
     db = out_dir / "demo.duckdb"
-    with Store(db) as store:
-        run_study(study, store, jobs=jobs, progress=False)
-        report = write_report(store, out_dir / "report.html", study.name)
+    store = Store(db)
+    # another --duration is another definition: a new revision, and the report shows it
+    summary = run_study(study, store, jobs=jobs, progress=False, on_change="new")
+    report = write_report(store, out_dir / "report.html", study.name, revision=summary.revision)
     return db, report

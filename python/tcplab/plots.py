@@ -12,8 +12,7 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final
 
 import matplotlib
 
@@ -26,71 +25,8 @@ from matplotlib.figure import Figure
 from .aggregate import aggregate
 from .axes import LINE, StudyAxes, is_error_rate, line_labels, study_axes
 from .errors import ScenarioError
+from .plotspecs import PLOTS, SAVE_FORMATS, PlotSpec, check_figure_path
 from .store import Store
-
-Kind = Literal["metric", "bars", "series", "shares"]
-
-
-@dataclass(frozen=True)
-class PlotSpec:
-    name: str
-    title: str
-    kind: Kind
-    column: str
-    ylabel: str
-    scale: float = 1.0
-    reference: str | None = None
-    reference_label: str = ""
-
-
-PLOTS: Final[dict[str, PlotSpec]] = {
-    p.name: p
-    for p in (
-        PlotSpec(
-            "goodput",
-            "Goodput",
-            "metric",
-            "goodput_bps",
-            "goodput (Mbit/s)",
-            1e-6,
-            "mathis_bps",
-            "Mathis bound (capped at capacity)",
-        ),
-        PlotSpec(
-            "rtt",
-            "Mean RTT",
-            "metric",
-            "rtt_mean_ms",
-            "mean RTT (ms)",
-            1.0,
-            "base_rtt_ms",
-            "physical RTT",
-        ),
-        PlotSpec(
-            "retransmits", "Retransmissions", "metric", "retransmits", "retransmitted segments"
-        ),
-        PlotSpec(
-            "utilization",
-            "Link utilization (goodput / capacity)",
-            "bars",
-            "goodput_utilization",
-            "utilization",
-        ),
-        PlotSpec("fairness", "Jain's fairness index", "bars", "jain_fairness", "Jain index"),
-        PlotSpec("cwnd", "Congestion window over time", "series", "cwnd_bytes", "cwnd (kB)", 1e-3),
-        PlotSpec("rtt-series", "RTT over time", "series", "rtt_ms", "RTT (ms)"),
-        PlotSpec(
-            "goodput-series", "Goodput over time", "series", "goodput_bps", "goodput (Mbit/s)", 1e-6
-        ),
-        PlotSpec(
-            "shares",
-            "Per-flow share of the goodput over time (convergence)",
-            "shares",
-            "goodput_bps",
-            "share of the goodput",
-        ),
-    )
-}
 
 
 def axes_of(runs: pd.DataFrame) -> StudyAxes:
@@ -144,7 +80,7 @@ def metric_figure(spec: PlotSpec, runs: pd.DataFrame) -> Figure:
             ax.errorbar(
                 g[x],
                 g[f"{spec.column}_mean"] * spec.scale,
-                yerr=g[f"{spec.column}_ci95"].fillna(0) * spec.scale,
+                yerr=_errors(g, spec),
                 marker="o",
                 ms=3,
                 capsize=2,
@@ -165,6 +101,15 @@ def metric_figure(spec: PlotSpec, runs: pd.DataFrame) -> Figure:
         _legend(ax)
     fig.tight_layout()
     return fig
+
+
+def _errors(g: pd.DataFrame, spec: PlotSpec) -> list[list[float]]:
+    """Error bars below and above the mean: the 95 % interval clipped to the metric's range
+    (aggregate.summarize), none where it is undefined."""
+    mean = g[f"{spec.column}_mean"]
+    low = (mean - g[f"{spec.column}_ci_low"]).fillna(0).clip(lower=0) * spec.scale
+    high = (g[f"{spec.column}_ci_high"] - mean).fillna(0).clip(lower=0) * spec.scale
+    return [low.tolist(), high.tolist()]
 
 
 def _logx(df: pd.DataFrame, x: str | None) -> bool:
@@ -189,13 +134,15 @@ def bars_figure(spec: PlotSpec, runs: pd.DataFrame) -> Figure:
         width = 0.8 / max(len(labels), 1)
         for j, label in enumerate(labels):
             g = sub[sub[LINE] == label]
-            means, errs = [], []
+            means, below, above = [], [], []
             for xv in xs:
                 cell = g[g[x] == xv] if x else g
                 means.append(float(cell[f"{spec.column}_mean"].mean()) * spec.scale)
-                errs.append(float(cell[f"{spec.column}_ci95"].fillna(0).mean()) * spec.scale)
+                low, high = _errors(cell, spec)
+                below.append(sum(low) / len(low) if low else 0.0)
+                above.append(sum(high) / len(high) if high else 0.0)
             pos = [i + (j - (len(labels) - 1) / 2) * width for i in range(len(xs))]
-            ax.bar(pos, means, width=width, yerr=errs, capsize=2, label=str(label))
+            ax.bar(pos, means, width=width, yerr=[below, above], capsize=2, label=str(label))
         ax.set_xticks(
             range(len(xs)),
             [axes.format_x(v, digits=3) for v in xs],
@@ -258,8 +205,8 @@ def series_figure(spec: PlotSpec, runs: pd.DataFrame, store: Store) -> Figure:
     for ax, variant in zip(axs, variants, strict=True):
         plotted: list[float] = []
         for _, r in chosen[chosen["variant"].fillna("") == variant].iterrows():
-            s = store.series(str(r["scenario_hash"]), int(r["seed"]))
-            s = s[s["flow"] == s["flow"].min()]
+            s = store.series(str(r["run_id"]))
+            s = s[s["flow_id"] == s["flow_id"].min()]
             label = str(r[LINE]) if r[LINE] and r[LINE] != "all" else "run"
             ys = s[spec.column] * spec.scale
             ax.plot(s["t_s"], ys, lw=1, label=label)
@@ -282,8 +229,8 @@ def shares_figure(spec: PlotSpec, runs: pd.DataFrame, store: Store) -> Figure:
     chosen = chosen.drop_duplicates("variant").head(4)
     fig, axs = _fig(len(chosen), spec.title)
     for ax, (_, r) in zip(axs, chosen.iterrows(), strict=True):
-        s = store.series(str(r["scenario_hash"]), int(r["seed"]))
-        wide = s.pivot_table(index="t_s", columns="flow", values=spec.column, aggfunc="sum")
+        s = store.series(str(r["run_id"]))
+        wide = s.pivot_table(index="t_s", columns="flow_id", values=spec.column, aggfunc="sum")
         total = wide.sum(axis=1).replace(0.0, float("nan"))
         for flow in wide.columns:
             ax.plot(wide.index, wide[flow] / total, lw=1, label=f"flow {flow}")
@@ -328,16 +275,17 @@ def to_svg(fig: Figure) -> str:
     return text[text.index("<svg") :]
 
 
-SAVE_FORMATS: Final = ("png", "svg", "pdf")
-
-
 def save(fig: Figure, path: str) -> None:
-    ext = path.rsplit(".", 1)[-1].lower() if "." in path else ""
-    if ext not in SAVE_FORMATS:
+    try:
+        check_figure_path(path)
+    except ScenarioError:
         plt.close(fig)
-        raise ScenarioError(f"-o = {path!r}: unknown figure format; allowed: .png, .svg, .pdf")
+        raise
     fig.savefig(path, dpi=150, bbox_inches="tight")  # keeps a legend beside the axes
     plt.close(fig)
+
+
+__all__ = ["PLOTS", "SAVE_FORMATS", "PlotSpec", "available", "figure", "save", "to_svg"]
 
 
 def available(runs: pd.DataFrame) -> Sequence[str]:

@@ -1,14 +1,18 @@
 """Self-contained HTML reports: one file, no network access needed to view it.
 
-Figures are inline SVG; tables are plain HTML; the study file is included verbatim. A short
-script checks, in the browser, that every figure rendered with a non-empty size and records
-the count (and any script error) on `<body>` — the headless-browser test reads those.
+Each section is one study revision (by default the latest): which revision, its model
+version and provenance, figures, the table of results, the effective definition (the grid as
+it ran, every override included) and the study file as first stored. Figures are inline SVG;
+tables are plain HTML. A short script checks, in the browser, that every figure rendered
+with a non-empty size and records the count (and any script error) on `<body>` — the
+headless-browser test reads those.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import html
+import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,6 +22,7 @@ import pandas as pd  # type: ignore[import-untyped]
 from . import __version__
 from .aggregate import aggregate
 from .errors import ScenarioError
+from .metrics import METRIC_BY_NAME
 from .plots import available, figure, to_svg
 from .store import Store, param_columns
 
@@ -55,11 +60,11 @@ CHECK_JS = """
 """
 
 _TABLE_METRICS = (
-    ("goodput_bps", "goodput Mbit/s", 1e-6),
-    ("rtt_mean_ms", "RTT ms", 1.0),
-    ("retransmits", "retransmits", 1.0),
-    ("goodput_utilization", "utilization", 1.0),
-    ("jain_fairness", "Jain", 1.0),
+    "goodput_bps",
+    "rtt_mean_ms",
+    "retransmits",
+    "goodput_utilization",
+    "jain_fairness",
 )
 
 
@@ -74,19 +79,34 @@ def _fmt(v: object, scale: float = 1.0) -> str:
     return html.escape(str(v))
 
 
+def _interval(r: pd.Series, m: str, scale: float) -> str:
+    """`mean ± half` for a symmetric interval, `mean +a/-b` where the metric's range clipped
+    it, the mean alone for one run, and `mean (deterministic)` when every repetition gave the
+    same value."""
+    mean, half = r[f"{m}_mean"], r[f"{m}_ci95"]
+    if half != half or half is None:  # NaN: one run
+        return _fmt(mean, scale)
+    if half == 0:
+        return f"{_fmt(mean, scale)} (deterministic)"
+    low, high = r[f"{m}_ci_low"], r[f"{m}_ci_high"]
+    if math.isclose(mean - low, half) and math.isclose(high - mean, half):
+        return f"{_fmt(mean, scale)} ± {_fmt(half, scale)}"
+    return f"{_fmt(mean, scale)} +{_fmt(high - mean, scale)}/-{_fmt(mean - low, scale)}"
+
+
 def summary_table(agg: pd.DataFrame, runs: pd.DataFrame) -> str:
     params = param_columns(runs)
     head = ["variant", *params, "n"]
-    cols = [(m, label, s) for m, label, s in _TABLE_METRICS if f"{m}_mean" in agg]
+    cols = [METRIC_BY_NAME[m] for m in _TABLE_METRICS if f"{m}_mean" in agg]
     out = ["<table><tr>"]
     out += [f"<th>{html.escape(h)}</th>" for h in head]
-    out += [f"<th>{html.escape(label)} (mean ± 95% CI)</th>" for _, label, _ in cols]
+    out += [f"<th>{html.escape(m.label)} (mean, 95% CI)</th>" for m in cols]
     out += ["<th>Mathis Mbit/s</th><th>physical RTT ms</th></tr>"]
     for _, r in agg.iterrows():
         out.append("<tr>")
         out += [f'<td class="t">{_fmt(r[h])}</td>' for h in head]
-        for m, _, s in cols:
-            out.append(f"<td>{_fmt(r[f'{m}_mean'], s)} ± {_fmt(r[f'{m}_ci95'], s)}</td>")
+        for m in cols:
+            out.append(f"<td>{_interval(r, m.name, m.scale)}</td>")
         out.append(
             f"<td>{_fmt(r.get('mathis_bps'), 1e-6)}</td><td>{_fmt(r.get('base_rtt_ms'))}</td>"
         )
@@ -95,7 +115,9 @@ def summary_table(agg: pd.DataFrame, runs: pd.DataFrame) -> str:
     return "".join(out)
 
 
-def _select(store: Store, study: str | Sequence[str] | None) -> list[str]:
+def _select(
+    store: Store, study: str | Sequence[str] | None, revision: int | None
+) -> list[tuple[str, int]]:
     names = store.study_names()
     if not names:
         raise ScenarioError(f"{store.path}: the database holds no study")
@@ -104,25 +126,66 @@ def _select(store: Store, study: str | Sequence[str] | None) -> list[str]:
             raise ScenarioError(
                 f"--study: the database holds several studies; allowed: {', '.join(names)}"
             )
-        return names
-    wanted = [study] if isinstance(study, str) else list(study)
+        wanted = names
+    else:
+        wanted = [study] if isinstance(study, str) else list(study)
     for w in wanted:
         if w not in names:
             raise ScenarioError(
                 f"--study = {w!r}: not in {store.path}; allowed: {', '.join(names)}"
             )
-    return wanted
+    if revision is not None and len(wanted) > 1:
+        raise ScenarioError("--revision: needs one study; allowed: --study NAME --revision N")
+    return [(w, store.resolve(w, revision)) for w in wanted]
 
 
-def _section(store: Store, study: str, plots: Sequence[str] | None, level: int) -> list[str]:
-    runs = store.runs(study)
+def _provenance_rows(runs: pd.DataFrame, info: dict[str, object]) -> str:
+    def values(column: str) -> str:
+        if column not in runs:
+            return "-"
+        found = sorted({str(v) for v in runs[column].tolist() if v == v and v is not None})
+        return html.escape(", ".join(found)) if found else "unknown"
+
+    model = info.get("model_version")
+    rows = [
+        ("model version", "unknown" if model is None else str(model)),
+        ("definition hash", html.escape(str(info.get("definition_hash") or "unknown"))),
+        ("revision created", html.escape(str(info.get("created") or "unknown"))),
+        ("runs' tcplab versions", values("tcplab_version")),
+        ("runs' core versions", values("core_version")),
+        ("runs' git commits", values("git_commit")),
+        ("runs' hosts", values("host")),
+        (
+            "runs started",
+            html.escape(
+                f"{runs['started_utc'].min()} … {runs['started_utc'].max()} UTC"
+                if "started_utc" in runs and runs["started_utc"].notna().any()
+                else "unknown"
+            ),
+        ),
+        ("simulation wall time", f"{runs['wall_s'].sum():.1f} s in total"),
+    ]
+    cells = "".join(f"<tr><th>{k}</th><td class='t'>{v}</td></tr>" for k, v in rows)
+    return f"<table>{cells}</table>"
+
+
+def _section(
+    store: Store, study: str, revision: int, plots: Sequence[str] | None, level: int
+) -> list[str]:
+    runs = store.runs(study, revision)
+    if runs.empty:
+        raise ScenarioError(f"study {study!r} revision {revision}: no runs stored yet")
+    info = store.revision_info(study, revision)
+    latest = store.resolve(study)
     agg = aggregate(runs)
     h, h2 = f"h{level}", f"h{level + 1}"
+    grid = info.get("n_runs")
+    of = f" of {grid}" if grid is not None else ""
     out = [
-        f"<{h}>tcplab study: {html.escape(study)}</{h}>",
-        f"<p class='meta'>{len(runs)} runs, {len(agg)} grid points; "
-        f"core {html.escape(str(runs['core_version'].iloc[0]))}; "
-        f"simulation wall time {runs['wall_s'].sum():.1f} s in total.</p>",
+        f"<{h}>tcplab study: {html.escape(study)}, revision {revision}</{h}>",
+        f"<p class='meta'>revision {revision} of {latest}; {len(runs)}{of} runs, "
+        f"{len(agg)} grid points; model version "
+        f"{html.escape(str(info.get('model_version') or 'unknown'))}.</p>",
         f"<{h2}>Figures</{h2}>",
     ]
     for name in plots or available(runs):
@@ -132,9 +195,22 @@ def _section(store: Store, study: str, plots: Sequence[str] | None, level: int) 
         )
     out.append(f"<{h2}>Results (mean over repetitions, 95 % confidence interval)</{h2}>")
     out.append(summary_table(agg, runs))
-    text = store.study_text(study)
-    out.append(f"<{h2}>Study file</{h2}>")
-    out.append(f"<pre>{html.escape(text) if text else '(not stored)'}</pre>")
+    out.append(f"<{h2}>Provenance</{h2}>")
+    out.append(_provenance_rows(runs, info))
+    definition = info.get("definition")
+    out.append(f"<{h2}>Effective definition (as run, overrides included)</{h2}>")
+    out.append(
+        "<pre>"
+        + (
+            html.escape(json.dumps(definition, indent=1, sort_keys=True))
+            if definition
+            else "(unknown: stored before study revisions were recorded)"
+        )
+        + "</pre>"
+    )
+    text = info.get("file_text")
+    out.append(f"<{h2}>Study file (as stored with this revision)</{h2}>")
+    out.append(f"<pre>{html.escape(str(text)) if text else '(not stored)'}</pre>")
     return out
 
 
@@ -143,9 +219,12 @@ def build_report(
     study: str | Sequence[str] | None = None,
     plots: Sequence[str] | None = None,
     title: str | None = None,
+    revision: int | None = None,
 ) -> str:
-    """The report of one study, or of several (one section each) under `title`."""
-    names = _select(store, study)
+    """The report of one study revision (default: the latest), or of several studies (each
+    at its latest revision, one section each) under `title`."""
+    chosen = _select(store, study, revision)
+    names = [name for name, _ in chosen]
     heading = title or (names[0] if len(names) == 1 else ", ".join(names))
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
@@ -157,8 +236,8 @@ def build_report(
         f"<p class='meta'>generated {_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M} UTC by "
         f"tcplab {__version__} from {html.escape(store.path.name)}</p>"
     )
-    for name in names:
-        parts += _section(store, name, plots, 1 if len(names) == 1 else 2)
+    for name, number in chosen:
+        parts += _section(store, name, number, plots, 1 if len(names) == 1 else 2)
     parts.append(f"<script>{CHECK_JS}</script></body></html>")
     return "\n".join(parts)
 
@@ -168,9 +247,10 @@ def write_report(
     out: str | Path,
     study: str | Sequence[str] | None = None,
     title: str | None = None,
+    revision: int | None = None,
 ) -> Path:
     path = Path(out)
     if path.suffix.lower() not in (".html", ".htm"):
         raise ScenarioError(f"-o = {str(out)!r}: a report is an HTML file; allowed: *.html")
-    path.write_text(build_report(store, study, title=title), encoding="utf-8")
+    path.write_text(build_report(store, study, title=title, revision=revision), encoding="utf-8")
     return path

@@ -3,6 +3,10 @@
 The core reports in base units (ns, bit/s, bytes); conversions to ms/s for people happen only
 in `to_json_dict` and `series_frame`, whose column names say the unit.
 
+Run-level rates: `aggregate_goodput_bps` is the bytes delivered by all TCP flows over the
+scenario's duration (never above the bottleneck's payload capacity); a flow's `goodput_bps`
+is over its own active time (docs/results.md "Metrics").
+
 The issue-5 additions (a flow's `kind`, CBR statistics, PEP `legs` and `pep_buffer`, a link's
 `outage_drops`/`aqm_drops`) are optional: a result without them is a TCP-only dumbbell result
 and parses exactly as before.
@@ -16,12 +20,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-from .metrics import jain_index
+from .metrics import aggregate_rate_bps, jain_index
 from .paths import bottleneck_link_names
 from .theory import flow_bounds
 
 if TYPE_CHECKING:
     import pandas as pd  # type: ignore[import-untyped]
+
+    from .provenance import RunProvenance
 
 
 class ResultFormatError(RuntimeError):
@@ -445,10 +451,22 @@ class RunResult:
     links: tuple[LinkResult, ...]
     series: Series
     scenario: Mapping[str, Any]  # the normalized scenario that produced this result
+    #: the core's MODEL_VERSION (None: a result without one, e.g. the real stack's)
+    model_version: int | None = None
+    #: host and start time of the run (None: not recorded, e.g. a hand-made result)
+    run_info: RunProvenance | None = None
+    #: the checkout the package ran from (see `provenance.git_commit`)
+    git_commit: str | None = None
 
     @classmethod
     def from_json(
-        cls, result: str | Mapping[str, Any], *, wall_s: float, scenario: Mapping[str, Any]
+        cls,
+        result: str | Mapping[str, Any],
+        *,
+        wall_s: float,
+        scenario: Mapping[str, Any],
+        run_info: RunProvenance | None = None,
+        git_commit: str | None = None,
     ) -> RunResult:
         data: Mapping[str, Any] = json.loads(result) if isinstance(result, str) else result
         flows = tuple(FlowResult.from_json(f) for f in _need(data, "flows", "result"))
@@ -464,7 +482,51 @@ class RunResult:
             links=tuple(LinkResult.from_json(link) for link in _need(data, "links", "result")),
             series=Series.from_json(_need(data, "series", "result"), cbr_ids),
             scenario=scenario,
+            model_version=_opt_int(data.get("model_version")),
+            run_info=run_info,
+            git_commit=git_commit,
         )
+
+    @property
+    def aggregate_goodput_bps(self) -> float:
+        """Payload bytes delivered by all TCP flows x 8 / the scenario's duration."""
+        total = sum(flow.bytes_delivered for flow in self.tcp_flows)
+        return aggregate_rate_bps(total, self.duration_ns)
+
+    @property
+    def aggregate_throughput_bps(self) -> float:
+        """Payload bytes the TCP senders put on the wire (retransmissions included) x 8 / the
+        scenario's duration."""
+        return aggregate_rate_bps(sum(f.bytes_sent for f in self.tcp_flows), self.duration_ns)
+
+    @property
+    def cbr_goodput_bps(self) -> float:
+        """Payload bytes received by all CBR flows x 8 / the scenario's duration."""
+        total = sum(flow.bytes_delivered for flow in self.cbr_flows)
+        return aggregate_rate_bps(total, self.duration_ns)
+
+    @property
+    def scenario_hash(self) -> str:
+        from .normalize import scenario_hash
+
+        return scenario_hash(self.scenario)
+
+    def provenance(self) -> dict[str, Any]:
+        """What produced this result (the keys of `tcplab.provenance`), JSON-ready."""
+        from . import __version__
+
+        info = self.run_info
+        return {
+            "tcplab_version": __version__,
+            "core_version": self.core_version,
+            "model_version": self.model_version,
+            "git_commit": self.git_commit,
+            "scenario_hash": self.scenario_hash,
+            "seed": self.seed,
+            "host": None if info is None else info.host,
+            "started_utc": None if info is None else info.started_utc,
+            "wall_s": self.wall_s,
+        }
 
     def link(self, name: str) -> LinkResult:
         for link in self.links:
@@ -499,8 +561,9 @@ class RunResult:
 
     def to_json_dict(self) -> dict[str, Any]:
         """The object `tcplab run --json` prints (ms and s for people, bit/s and bytes).
-        `aggregate_goodput_bps` sums the TCP flows; `cbr_goodput_bps` (present when there are
-        CBR flows) the CBR ones."""
+        `aggregate_goodput_bps` is the TCP flows' delivered bytes over the run's duration,
+        `cbr_goodput_bps` (present when there are CBR flows) the CBR ones'; a flow's
+        `goodput_bps` is over its own active time. `provenance` says what produced it."""
         bn = self.bottleneck
         out = {
             "name": self.name,
@@ -510,6 +573,8 @@ class RunResult:
             "events": self.events,
             "events_per_wall_s": self.events / self.wall_s if self.wall_s > 0 else None,
             "core_version": self.core_version,
+            "model_version": self.model_version,
+            "provenance": self.provenance(),
             "flows": [
                 self._flow_json(flow) if flow.is_tcp else self._cbr_json(flow)
                 for flow in self.flows
@@ -517,11 +582,11 @@ class RunResult:
             "bottleneck": self._bottleneck_json(bn),
             "links": [link.to_json_dict() for link in self.links],
             "jain_fairness": self.jain_fairness,
-            "aggregate_goodput_bps": sum(flow.goodput_bps for flow in self.tcp_flows),
+            "aggregate_goodput_bps": self.aggregate_goodput_bps,
             "scenario": copy.deepcopy(dict(self.scenario)),  # callers may edit their copy
         }
         if self.cbr_flows:
-            out["cbr_goodput_bps"] = sum(flow.goodput_bps for flow in self.cbr_flows)
+            out["cbr_goodput_bps"] = self.cbr_goodput_bps
         return out
 
     @staticmethod
@@ -606,8 +671,8 @@ class RunResult:
         return out
 
     def series_frame(self) -> pd.DataFrame:
-        """Long format, one row per (interval, flow): t_s, flow, goodput_bps, throughput_bps,
-        rtt_ms (NaN without samples), cwnd_bytes, retransmits."""
+        """Long format, one row per (interval, flow), in the one series schema
+        (`series.SERIES_COLUMNS`); `frame.attrs["provenance"]` says what produced it."""
         from .series import series_frame  # pandas is imported only when a frame is wanted
 
-        return series_frame(self.series)
+        return series_frame(self)

@@ -17,6 +17,7 @@ from . import _core
 from .errors import ScenarioError
 from .loader import Overrides, ScenarioSource, load_scenario, override_pairs
 from .normalize import normalize
+from .provenance import RunProvenance, git_commit, utc_now
 from .result import RunResult
 from .scenario import Scenario
 
@@ -51,6 +52,7 @@ def run_normalized(normalized: Mapping[str, Any]) -> RunResult:
     """Run a normalized scenario (docs/interface.md), e.g. the effective scenario an
     emulation ran, so both sides see exactly the same input."""
     text = json.dumps(normalized)
+    started_utc = utc_now()
     started = time.perf_counter()
     try:
         result_text = _core.run_json(text)
@@ -58,7 +60,13 @@ def run_normalized(normalized: Mapping[str, Any]) -> RunResult:
         # The core re-validates its input; its message already names the field.
         raise ScenarioError(f"simulation core: {exc}") from None
     wall_s = time.perf_counter() - started
-    return RunResult.from_json(result_text, wall_s=wall_s, scenario=dict(normalized))
+    return RunResult.from_json(
+        result_text,
+        wall_s=wall_s,
+        scenario=dict(normalized),
+        run_info=RunProvenance.here(started_utc, wall_s),
+        git_commit=git_commit(),
+    )
 
 
 _Input = TypeVar("_Input")

@@ -19,10 +19,13 @@ set = { "bottleneck.rate" = "50Mbps", "bottleneck.return_rate" = "20Mbps" }
 ```
 
 The grid is the Cartesian product of the axes (and variants) times the repetitions. Every
-point is validated like a scenario with `--set` overrides, so a bad axis value is reported with
-its path. A run is identified by (scenario hash, seed): the hash covers the normalized scenario
-without its seed, so an unchanged grid point maps to the same key in every session — which is
-what makes an interrupted sweep resumable.
+point is validated like a scenario with overrides, and a bad value is reported under the study
+key that set it (`sweep.<key>` or `sweep.variants[i].set.<key>`). A run is identified by
+(scenario hash, seed, model version): the hash covers the whole normalized scenario without
+its seed and name, so an unchanged grid point maps to the same key in every session — which
+is what makes an interrupted sweep resumable. The study's own identity is its effective
+definition (`Study.definition`): a study name can have several numbered revisions in one
+database (docs/results.md "Identity").
 """
 
 from __future__ import annotations
@@ -31,15 +34,20 @@ import hashlib
 import itertools
 import json
 import math
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import ScenarioError, field_error
 from .loader import load_scenario, read_toml
 from .normalize import normalize
+from .normalize import scenario_hash as scenario_hash
 from .scenario import Scenario
+
+if TYPE_CHECKING:
+    from .store import Member, RevisionPlan, RunKey
 
 MAX_RUNS = 10_000_000
 MAX_POINTS = 100_000
@@ -70,10 +78,22 @@ class RunSpec:
     scenario_hash: str
     normalized: dict[str, Any] = field(repr=False)
     scenario_toml: str = field(repr=False, default="")
+    #: the simulator's model version the run is (to be) computed with
+    model_version: int | None = None
 
     @property
-    def key(self) -> tuple[str, int]:
-        return (self.scenario_hash, self.seed)
+    def key(self) -> RunKey:
+        from .store import RunKey
+
+        return RunKey(self.scenario_hash, self.seed, self.model_version)
+
+    @property
+    def run_id(self) -> str:
+        return self.key.run_id
+
+    @property
+    def params_json(self) -> str:
+        return json.dumps(self.params, sort_keys=True)
 
 
 @dataclass(frozen=True)
@@ -110,8 +130,13 @@ class Study:
                 params = {axis.path: value for axis, value in zip(self.axes, combo, strict=True)}
                 yield variant, {k: _resolve(params, k, v) for k, v in params.items()}
 
-    def runs(self) -> Iterator[RunSpec]:
-        """Every run, validated; seeds vary fastest."""
+    def runs(self, model_version: int | None = None) -> Iterator[RunSpec]:
+        """Every run, validated; seeds vary fastest. `model_version` goes into each run's key
+        (None: the core's)."""
+        if model_version is None:
+            from . import _core
+
+            model_version = _core.model_version()
         for variant, params in self.points():
             pairs = [*variant.overrides, *params.items()]
             scenario = _validate_point(self, variant, pairs)
@@ -121,7 +146,48 @@ class Study:
                 seed = self.base_seed + rep
                 run = dict(normalized)
                 run["seed"] = seed
-                yield RunSpec(self.name, variant.name, params, seed, digest, run, self.text)
+                yield RunSpec(
+                    self.name, variant.name, params, seed, digest, run, self.text, model_version
+                )
+
+    def definition(self) -> dict[str, Any]:
+        """The effective definition: everything that decides which runs the study has — the
+        base scenario after every override (normalized, without name and seed), the swept
+        keys and their values, the variants, repetitions and base seed. Not the description,
+        the name or the file's comments."""
+        base = normalize(load_scenario(self.base, base_dir=self.base_dir))
+        return {
+            "base_scenario": {k: v for k, v in base.items() if k not in ("seed", "name")},
+            "sweep": {axis.path: list(axis.values) for axis in self.axes},
+            "variants": {v.name: dict(v.overrides) for v in self.variants},
+            "repetitions": self.repetitions,
+            "base_seed": self.base_seed,
+        }
+
+    def definition_json(self) -> str:
+        return json.dumps(self.definition(), sort_keys=True, separators=(",", ":"), default=str)
+
+    def revision_plan(self, model_version: int) -> RevisionPlan:
+        """What the store needs to find or make this study's revision."""
+        from .store import RevisionPlan
+
+        text = self.definition_json()
+        return RevisionPlan(
+            study=self.name,
+            description=self.description,
+            file_text=self.text,
+            definition_json=text,
+            definition_hash=hashlib.sha256(text.encode()).hexdigest()[:16],
+            model_version=model_version,
+            n_runs=self.n_runs,
+        )
+
+
+def members(specs: Sequence[RunSpec]) -> list[Member]:
+    """A revision's grid as the store records it."""
+    from .store import Member
+
+    return [Member(spec.run_id, spec.variant, spec.params_json) for spec in specs]
 
 
 def _resolve(params: Mapping[str, Any], key: str, value: Any) -> Any:
@@ -141,16 +207,31 @@ def _validate_point(study: Study, variant: Variant, pairs: Sequence[tuple[str, A
     try:
         return load_scenario(study.base, pairs, base_dir=study.base_dir)
     except ScenarioError as exc:
-        where = f" (variant {variant.name})" if variant.name else ""
-        raise ScenarioError(f"{exc}{where}") from None
+        message = str(exc)
+        # The loader names an override "--set KEY"; in a study the key came from the file.
+        index = next((i for i, v in enumerate(study.variants) if v == variant), 0)
+        variant_keys = {k for k, _ in variant.overrides}
+        found = re.match(r"--set (\S+)", message)
+        if found:
+            key = _override_key(found.group(1), [k for k, _ in pairs])
+            where = (
+                f"sweep.variants[{index}].set.{key}"
+                if key in variant_keys and key not in {a.path for a in study.axes}
+                else f"sweep.{key}"
+            )
+            message = where + message[found.end() :]
+        suffix = f" (variant {variant.name})" if variant.name else ""
+        raise ScenarioError(f"{message}{suffix}") from None
 
 
-def scenario_hash(normalized: Mapping[str, Any]) -> str:
-    """Hex digest of the normalized scenario without its seed (and without its name, so
-    renaming a study keeps its results)."""
-    body = {k: v for k, v in normalized.items() if k not in ("seed", "name")}
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()[:24]
+def _override_key(reported: str, keys: Sequence[str]) -> str:
+    """The study key a loader message is about: the loader may spell list indices as
+    `flows[0]` where the study wrote `flows.0`."""
+    dotted = re.sub(r"\[(\d+)\]", r".\1", reported)
+    for key in keys:
+        if dotted == key or dotted.startswith(key + ".") or key.startswith(dotted + "."):
+            return key
+    return dotted
 
 
 def _number(where: str, value: Any) -> float:

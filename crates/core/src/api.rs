@@ -137,6 +137,8 @@ pub struct RunResult {
     pub duration_ns: u64,
     pub events: u64,
     pub core_version: &'static str,
+    /// `crate::MODEL_VERSION`: the version of the numbers (see `model.rs`).
+    pub model_version: u32,
     pub flows: Vec<FlowResult>,
     pub links: Vec<LinkResult>,
     pub series: SeriesResult,
@@ -353,6 +355,7 @@ pub fn summarize(sim: &Simulation) -> RunResult {
         duration_ns: end,
         events: sim.events(),
         core_version: crate::VERSION,
+        model_version: crate::MODEL_VERSION,
         flows,
         links,
         series: SeriesResult {

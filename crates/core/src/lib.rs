@@ -11,6 +11,7 @@ pub mod cc;
 pub mod config;
 pub mod conn;
 pub mod event;
+pub mod model;
 pub mod net;
 pub mod recovery;
 pub mod rng;
@@ -21,5 +22,7 @@ pub mod stats;
 pub mod tcp;
 pub mod time;
 
-/// Version of the simulation core (stored with every result).
+/// Version of the simulation core crate (stored with every result). What identifies the
+/// numbers is `MODEL_VERSION`, not this.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+pub use model::MODEL_VERSION;

@@ -29,10 +29,18 @@ fn core_version() -> &'static str {
     tcplab_core::VERSION
 }
 
+/// Version of the simulation model: bumped by any change that alters results, so stored
+/// runs of another model version are never reused.
+#[pyfunction]
+fn model_version() -> u32 {
+    tcplab_core::MODEL_VERSION
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_json, m)?)?;
     m.add_function(wrap_pyfunction!(ccas_json, m)?)?;
     m.add_function(wrap_pyfunction!(core_version, m)?)?;
+    m.add_function(wrap_pyfunction!(model_version, m)?)?;
     Ok(())
 }

@@ -84,7 +84,7 @@ def cmd_emulate(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario, _overrides(args))
     emulation = emulate_normalized(normalize(scenario), _options(args))
     if args.series is not None:
-        write_series(emulation.result.series, args.series)
+        write_series(emulation.result, args.series)
     if args.json:
         print(json.dumps(emulation.to_json_dict()))
     else:

@@ -1,0 +1,19 @@
+//! The model version: one integer that names the simulator's numbers.
+//!
+//! A stored run is reused only when its scenario, seed *and* model version match, so a run
+//! computed by an older simulator is never counted as "already stored" for a newer one. Bump
+//! `MODEL_VERSION` with any change that alters a result for some scenario and seed (a fix in
+//! an algorithm, loss detection, a link model, a default the core applies, the result's
+//! fields or their definitions); leave it alone for refactors, speed-ups and new features
+//! that existing scenarios do not reach. The golden-results test (`tests/test_golden.py`)
+//! tells which: it fails with "results changed: bump MODEL_VERSION and regenerate" when the
+//! numbers differ under an unchanged version. Regenerate with
+//! `python -m tcplab.tools.golden --update` after the bump.
+
+/// Version of the simulation model (see the module note). Stored with every run and reported
+/// in every result (`model_version`); Python asks the core for it and never hard-codes it.
+///
+/// - 1: the model as first versioned.
+/// - 2: paced senders send TSO/GSO bursts (`tcp_tso_autosize` segments per pacing slot, as
+///   Linux does; BBR's numbers change); results carry the smoothed RTT's time mean.
+pub const MODEL_VERSION: u32 = 2;
