@@ -137,6 +137,10 @@ def source(args: argparse.Namespace) -> dict[str, Any]:
         if args.size == 0:  # bulk: write until the stop time (a blocked send waits there)
             while _now() < args.stop_mono_ns:
                 sock.send(chunk)
+            out["written_mono_ns"] = _now()
+            _abort(sock, sampler)
+            out["samples"] = sampler.samples
+            return out
         while left > 0:
             sent = sock.send(chunk[: min(left, _CHUNK)])
             left -= sent
@@ -159,6 +163,18 @@ def source(args: argparse.Namespace) -> dict[str, Any]:
         sock.close()
     out["samples"] = sampler.samples
     return out
+
+
+def _abort(sock: socket.socket, sampler: _Sampler) -> None:
+    """End a bulk flow at its stop time: what its send buffer still holds (up to the socket
+    buffer, seconds of data on a slow link) is no part of the run, so the connection is
+    reset after a last `TCP_INFO` sample instead of drained."""
+    sampler.done.set()
+    if sampler.is_alive():
+        sampler.join()
+    sampler.take()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
 
 
 def sink(args: argparse.Namespace) -> dict[str, Any]:
@@ -191,6 +207,12 @@ def sink(args: argparse.Namespace) -> dict[str, Any]:
         conn.shutdown(socket.SHUT_WR)  # the client application closes after reading it all
         out["closed_mono_ns"] = _wait_state(conn, (_CLOSE,), deadline)
         conn.close()
+    except ConnectionResetError as err:
+        if args.size != 0:
+            out["error"] = f"sink: {err}"
+        else:  # a bulk source resets the connection at its stop time
+            out["eof_mono_ns"] = _now()
+            log.append((out["eof_mono_ns"], got))
     except TimeoutError:
         out["timed_out"] = True
     except OSError as err:
