@@ -43,8 +43,12 @@ def exclusive(say: Callable[[str], None]) -> Iterator[None]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            # The pid in the file is the last holder's; the one that just took the lock
+            # over may not have written its own yet.
+            holder = _holder(fd)
+            who = "" if holder in ("?", str(os.getpid())) else f" (pid {holder})"
             say(
-                f"waiting for another emulation (pid {_holder(fd)}) to finish: two at once "
+                f"waiting for another emulation{who} to finish: two at once "
                 "share the CPU and spoil the emulator's timing"
             )
             fcntl.flock(fd, fcntl.LOCK_EX)
