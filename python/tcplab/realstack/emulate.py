@@ -174,7 +174,10 @@ def emulate_normalized(
     if errors:
         raise EmulationError("; ".join(errors))
     links = "tc netem" if plan.link == "netem" else "tcplab-emu"
-    version = f"emulated: Linux {platform.release()}, {iperf_version()}, {links}"
+    tools = ["fileflow"] if any(_is_tcp(f) for f in plan.flows) else []
+    if not all(_is_tcp(f) for f in plan.flows):
+        tools.append(iperf_version())
+    version = f"emulated: Linux {platform.release()}, {', '.join(tools)}, {links}"
     data = result_json(normalized, runs, report, plan.interval_ns, version)
     result = RunResult.from_json(data, wall_s=wall_s, scenario=normalized)
     kept = plan.namespaces if options.keep else ()
