@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 from tcplab import _core
-from tcplab.loader import load_scenario
-from tcplab.normalize import normalized_json
+from tcplab.scenario.load import load_scenario
+from tcplab.scenario.normalize import normalized_json
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIOS = REPO / "scenarios"
@@ -274,8 +274,8 @@ def store_run(
 ) -> str:
     """Store one hand-made `RunResult` as the only run of a new revision of `study` (what a
     sweep does, without a grid); returns its run id."""
-    from tcplab.provenance import Build
-    from tcplab.store import Member, RevisionPlan, RunKey, RunRecord
+    from tcplab.results.provenance import Build
+    from tcplab.study.store import Member, RevisionPlan, RunKey, RunRecord
 
     params = params or {}
     key = RunKey(scenario_hash, seed, run.model_version or _core.model_version())

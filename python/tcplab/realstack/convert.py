@@ -49,7 +49,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..paths import bottleneck_index, segments
+from ..scenario.topology import bottleneck_index, segments
 from .iperf import (
     Sample,
     error_of,

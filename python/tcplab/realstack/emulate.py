@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..errors import ScenarioError
-from ..loader import Overrides, ScenarioSource, load_scenario, override_pairs
-from ..normalize import normalize
-from ..paths import base_rtt_ns, pep_mode
-from ..result import RunResult
+from ..results.parse import RunResult
+from ..scenario.load import Overrides, ScenarioSource, load_scenario, override_pairs
+from ..scenario.normalize import normalize
+from ..scenario.topology import base_rtt_ns, pep_mode
 from . import commands, features, fileflow, machine_lock, netem
 from .bins import require_binary
 from .cleanup import new_run_id

@@ -38,7 +38,7 @@ from typing import Any, Final
 
 from .. import __version__
 from ..errors import ScenarioError
-from ..result import RunResult
+from ..results.parse import RunResult
 from .bins import find_binary
 
 SCHEMA_VERSION: Final = 1

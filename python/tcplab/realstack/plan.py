@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
 from ..errors import ScenarioError
-from ..paths import pep_mode, satellite_index, segments
+from ..scenario.topology import pep_mode, satellite_index, segments
 from .kernel_tcp import kernel_tcp
 
 PREFIX: Final = "tcplab-"
