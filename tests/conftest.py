@@ -18,6 +18,8 @@ from tcplab.scenario.normalize import normalized_json
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIOS = REPO / "scenarios"
+#: recorded emulations (iperf3 and emulator JSON; made by tests/data/realstack/record.py)
+REALSTACK_FIXTURES = REPO / "tests" / "data" / "realstack"
 STUB_MESSAGE = "core not built yet"
 
 #: A valid scenario (the GEO demo path); tests derive broken variants by replacing one line.
@@ -286,3 +288,20 @@ def store_run(
     choice = store.open_revision(plan, [member], Build.current(), on_change="new")
     store.add_runs(study, choice.revision, [RunRecord(key, "", params, run.scenario, run)])
     return key.run_id
+
+
+def recorded(name: str) -> tuple[dict[str, Any], Any, list[Any], dict[str, Any]]:
+    """A recorded emulation `tests/data/realstack/NAME.json`: its normalized scenario, the
+    emulation plan, the flows' runs (with their PEPs' reports) and the emulator's report."""
+    from tcplab.realstack.convert import FlowRun
+    from tcplab.realstack.pep_report import PepRun
+    from tcplab.realstack.plan import plan_topology
+
+    data = json.loads((REALSTACK_FIXTURES / f"{name}.json").read_text())
+    plan = plan_topology(data["normalized"], "1x0")
+    peps = data.get("peps") or [[] for _ in plan.flows]
+    runs = [
+        FlowRun(f, c, tuple(PepRun(p["node"], p["report"]) for p in flow_peps))
+        for f, c, flow_peps in zip(plan.flows, data["clients"], peps, strict=True)
+    ]
+    return data["normalized"], plan, runs, data["emu"]

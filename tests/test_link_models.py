@@ -433,9 +433,7 @@ def test_relative_trace_is_relative_to_the_scenario_file(tmp_path: Path) -> None
     assert forward["rate_trace"] == [[0, 5_000_000, None]]
     # a --set value is relative to the working directory
     (tmp_path / "w.csv").write_text("0,7Mbps\n")
-    proc = run_cli(
-        "check", str(path), "--set", "bottleneck.rate_trace=w.csv", cwd=tmp_path
-    )
+    proc = run_cli("check", str(path), "--set", "bottleneck.rate_trace=w.csv", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["bottleneck"]["forward"]["rate_trace"][0][1] == 7_000_000
 

@@ -269,7 +269,7 @@ def test_bad_option(args: list[str], expected: str, write_toml: Callable[[str], 
 
 
 def test_missing_command() -> None:
-    assert_user_error(run_cli(), "missing command; allowed: run, ccas, demo")
+    assert_user_error(run_cli(), "missing command; allowed: run, check, ccas, demo")
 
 
 def test_missing_scenario_argument() -> None:

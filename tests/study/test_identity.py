@@ -297,7 +297,7 @@ def test_export_format_follows_or_matches_the_file_extension(tmp_path: Path) -> 
 
 
 def test_every_preset_study_has_an_effective_definition() -> None:
-    from tcplab.cli.study import presets
+    from tcplab.study.presets import presets
 
     for paths in presets().values():
         for path in paths:

@@ -298,7 +298,7 @@ def test_cli_sweep_report_plot_results(tmp_path: Path) -> None:
 
 
 def test_every_preset_study_loads() -> None:
-    from tcplab.cli.study import presets
+    from tcplab.study.presets import presets
 
     found = presets()
     assert set(found) == {"geo-leaky", "cca-survey", "goodput-ns2", "pep-split", "sat-train"}

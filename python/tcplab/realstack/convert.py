@@ -49,6 +49,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..results.parse import FLOW_COUNTERS, LINK_KEYS
 from ..scenario.topology import bottleneck_index, segments
 from .iperf import (
     Sample,
@@ -161,6 +162,10 @@ def flow_json(run: FlowRun, duration_ns: int) -> dict[str, Any]:
         "fast_recoveries": 0,
         "spurious_undos": 0,
         "final_ssthresh_bytes": None,
+        "server_done_ns": None,
+        "closed_ns": None,
+        # not observable on the kernel's side (TCP_INFO has no such counters)
+        **dict.fromkeys(FLOW_COUNTERS, 0),
     }
     if plan.kind == "cbr":
         return {**common, **_cbr_json(run, sent, received, active_ns)}
@@ -209,6 +214,7 @@ def _cbr_json(
         "packets_sent": packets_sent,
         "packets_received": packets_received,
         "loss_ratio": (packets_sent - packets_received) / packets_sent if packets_sent else 0.0,
+        "owd": rtt_json([]),  # iperf3 reports jitter, not one-way delays
     }
 
 
@@ -247,34 +253,12 @@ def flow_series(run: FlowRun, grid: Grid) -> dict[str, Any]:
         wire = [d + w for d, w in zip(delivered, wire, strict=True)]
     return {
         "id": plan.id,
-        "kind": plan.kind,
         "goodput_bps": [8 * delivered[g] / grid.seconds(g) for g in range(n)],
         "throughput_bps": [8 * wire[g] / grid.seconds(g) for g in range(n)],
         "rtt_mean_ns": [rtt_sum[g] / rtt_n[g] if rtt_n[g] else None for g in range(n)],
         "cwnd_bytes": filled,
         "retransmits": retrans,
     }
-
-
-_LINK_KEYS = (
-    "name",
-    "rate_bps",
-    "packets_tx",
-    "bytes_tx",
-    "utilization",
-    "queue_drops",
-    "error_drops",
-    "ecn_marks",
-    "outage_drops",
-    "queue_mean_pkts",
-    "queue_max_pkts",
-    "queue_mean_bytes",
-    "queue_max_bytes",
-    "late_mean_ns",
-    "late_p99_ns",
-    "late_max_ns",
-    "write_errors",
-)
 
 
 #: Time averages the emulator takes over the time it measured.
@@ -294,7 +278,9 @@ def links_json(normalized: Mapping[str, Any], emu: Mapping[str, Any]) -> list[di
         for direction in ("forward", "reverse"):
             link = by_name.get(f"{seg.name}.{direction}")
             if link is not None:
-                row = {key: link[key] for key in _LINK_KEYS if link.get(key) is not None}
+                # the core's LinkResult; the emulator's own timing counters stay in its
+                # report, and drops it cannot have (outages, AQM) are 0
+                row = {key: link.get(key) or 0 for key in LINK_KEYS}
                 for key in _TIME_AVERAGED:
                     if key in row:
                         row[key] = row[key] * scale
@@ -331,6 +317,7 @@ def result_json(
         "duration_ns": duration_ns,
         "events": 0,
         "core_version": version,
+        "model_version": None,  # the kernel's numbers have no simulator model
         "flows": [flow_json(run, duration_ns) for run in runs],
         "links": links_json(normalized, emu),
         "series": {

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
 from ..errors import ScenarioError
+from ..limits import LIMITS
 from ..scenario.topology import pep_mode, satellite_index, segments
 from .kernel_tcp import kernel_tcp
 
@@ -465,7 +466,9 @@ def plan_topology(normalized: Mapping[str, Any], run_id: str, pep: PepMode = "tr
         b.sysctls += [(p.netns, key, value) for key, value in tcp.sysctls.items()]
     hosts = [name for fp in flows for name in (fp.sender_ns, fp.receiver_ns)]
     windows = [fp.window_bytes for fp in flows if fp.window_bytes is not None]
-    interval_ns = max(int(normalized.get("interval_ns", 10**9)), IPERF_MIN_INTERVAL_NS)
+    interval_ns = max(
+        int(normalized.get("interval_ns", LIMITS.default_interval_ns)), IPERF_MIN_INTERVAL_NS
+    )
     return Plan(
         run_id=run_id,
         namespaces=(*b.routers, *hosts),

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from ..scenario.topology import bottleneck_link_names
 from .metrics import aggregate_rate_bps, jain_index
@@ -34,11 +34,66 @@ class ResultFormatError(RuntimeError):
     """The core's result JSON does not match the interface (a bug, not a user error)."""
 
 
+# The fields of the core's result structs (crates/core/src/api.rs), which `from_json` reads
+# exactly: a contract test runs the core on every shipped scenario against them.
+RESULT_KEYS: Final = (
+    *("name", "seed", "duration_ns", "events", "core_version", "model_version"),
+    *("flows", "links", "series"),
+)
+RTT_KEYS: Final = (
+    *("count", "mean_ns", "min_ns", "p50_ns", "p95_ns", "max_ns", "srtt_time_mean_ns"),
+)
+#: counters a flow reports that tcplab passes through (`FlowResult.extra`)
+FLOW_COUNTERS: Final = ("tlp_probes", "dup_bytes_received", "acks_sent")
+FLOW_KEYS: Final = (
+    *("id", "cca", "start_ns", "app", "kind", "bytes_delivered", "bytes_sent"),
+    *("segments_sent", "retransmits", "goodput_bps", "throughput_bps", "active_ns"),
+    *("completion_ns", "server_done_ns", "closed_ns", "rtt", "rto_count", "fast_recoveries"),
+    *("spurious_undos", "final_cwnd_bytes", "final_ssthresh_bytes"),
+    *FLOW_COUNTERS,
+)
+#: a CBR flow has these too; a flow through PEPs has `PEP_KEYS` (left out when empty)
+CBR_KEYS: Final = ("packets_sent", "packets_received", "loss_ratio", "owd")
+PEP_KEYS: Final = ("legs", "pep_buffer")
+LEG_KEYS: Final = (
+    *("from", "to", "cca", "bytes_delivered", "goodput_bps", "retransmits", "rto_count"),
+    *("rtt", "sender_done_ns", "closed_ns"),
+)
+LINK_KEYS: Final = (
+    *("name", "rate_bps", "packets_tx", "bytes_tx", "utilization", "queue_drops"),
+    *("error_drops", "ecn_marks", "outage_drops", "aqm_drops", "queue_mean_pkts"),
+    *("queue_max_pkts", "queue_mean_bytes", "queue_max_bytes"),
+)
+SERIES_KEYS: Final = (
+    *("interval_ns", "t_ns", "flows", "bottleneck_queue_pkts", "bottleneck_utilization"),
+)
+SERIES_FLOW_KEYS: Final = (
+    *("id", "goodput_bps", "throughput_bps", "rtt_mean_ns", "cwnd_bytes", "retransmits"),
+)
+
+
 def _need(data: Mapping[str, Any], key: str, where: str) -> Any:
     try:
         return data[key]
     except (KeyError, TypeError):
         raise ResultFormatError(f"core result: {where} has no {key!r}") from None
+
+
+def _exact(
+    data: Mapping[str, Any], where: str, required: Iterable[str], optional: Iterable[str] = ()
+) -> None:
+    """The keys of `data` are `required` plus any of `optional`, as the core's structs
+    serialize them: a key missing or unknown is a `ResultFormatError`, so a change of the
+    result's shape on either side is caught instead of read past."""
+    if not isinstance(data, Mapping):
+        raise ResultFormatError(f"core result: {where} is not an object")
+    need = set(required)
+    missing = sorted(need - data.keys())
+    if missing:
+        raise ResultFormatError(f"core result: {where} has no {missing[0]!r}")
+    unknown = sorted(data.keys() - need - set(optional))
+    if unknown:
+        raise ResultFormatError(f"core result: {where} has an unknown field {unknown[0]!r}")
 
 
 def _opt_float(value: Any) -> float | None:
@@ -75,11 +130,12 @@ class RttStats:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], where: str = "rtt") -> RttStats:
+        _exact(data, where, RTT_KEYS)
         mean, low, p50, p95, high = (
             _opt_float(_need(data, key, where))
             for key in ("mean_ns", "min_ns", "p50_ns", "p95_ns", "max_ns")
         )
-        smoothed = _opt_float(data.get("srtt_time_mean_ns"))
+        smoothed = _opt_float(data["srtt_time_mean_ns"])
         return cls(int(_need(data, "count", where)), mean, low, p50, p95, high, smoothed)
 
     @classmethod
@@ -110,15 +166,11 @@ class CbrStats:
     def from_json(cls, data: Mapping[str, Any], where: str) -> CbrStats:
         sent = int(_need(data, "packets_sent", where))
         received = int(_need(data, "packets_received", where))
-        loss = data.get("loss_ratio")
-        if loss is None:  # derive it rather than fail: the counts say it all
-            loss = (sent - received) / sent if sent else 0.0
-        owd = data.get("owd")
         return cls(
             packets_sent=sent,
             packets_received=received,
-            loss_ratio=float(loss),
-            owd=RttStats.from_json(owd, f"{where} owd") if owd else RttStats.empty(),
+            loss_ratio=float(_need(data, "loss_ratio", where)),
+            owd=RttStats.from_json(_need(data, "owd", where), f"{where} owd"),
         )
 
 
@@ -134,6 +186,7 @@ class LegResult:
     retransmits: int | None
     rtt: RttStats
     bytes_delivered: int | None
+    rto_count: int | None = None
     #: file downloads: this leg's sender had its FIN acknowledged / its receiver's FIN was
     #: acknowledged (ns from the flow's start; None for bulk flows or before the end)
     sender_done_ns: int | None = None
@@ -141,18 +194,19 @@ class LegResult:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], where: str) -> LegResult:
-        rtt = data.get("rtt")
-        cca = data.get("cca")
+        _exact(data, where, LEG_KEYS)
+        cca = data["cca"]
         return cls(
-            src=str(_need(data, "from", where)),
-            dst=str(_need(data, "to", where)),
+            src=str(data["from"]),
+            dst=str(data["to"]),
             cca=None if cca is None else str(cca),
-            goodput_bps=_opt_float(data.get("goodput_bps")),
-            retransmits=_opt_int(data.get("retransmits")),
-            rtt=RttStats.from_json(rtt, f"{where} rtt") if rtt else RttStats.empty(),
-            bytes_delivered=_opt_int(data.get("bytes_delivered")),
-            sender_done_ns=_opt_int(data.get("sender_done_ns")),
-            closed_ns=_opt_int(data.get("closed_ns")),
+            goodput_bps=_opt_float(data["goodput_bps"]),
+            retransmits=_opt_int(data["retransmits"]),
+            rtt=RttStats.from_json(data["rtt"], f"{where} rtt"),
+            bytes_delivered=_opt_int(data["bytes_delivered"]),
+            rto_count=_opt_int(data["rto_count"]),
+            sender_done_ns=_opt_int(data["sender_done_ns"]),
+            closed_ns=_opt_int(data["closed_ns"]),
         )
 
     @property
@@ -186,6 +240,7 @@ class PepBufferStats:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], where: str) -> PepBufferStats:
+        _exact(data, where, ("node", "mean_bytes", "max_bytes", "limit_bytes"))
         return cls(
             node=str(_need(data, "node", where)),
             mean_bytes=_opt_float(data.get("mean_bytes")),
@@ -224,8 +279,8 @@ class FlowResult:
     spurious_undos: int
     final_cwnd_bytes: int
     final_ssthresh_bytes: int | None
-    #: numeric per-flow counters the core reports beyond the interface (e.g. `tlp_probes`),
-    #: passed through so new core statistics reach `--json` without a Python change
+    #: the per-flow counters `FLOW_COUNTERS` (tail-loss probes, duplicate bytes received,
+    #: ACKs sent), passed through to `--json` and the database as they are
     extra: Mapping[str, float] = field(default_factory=dict)
     #: "tcp" or "cbr" (UDP constant bit rate; its statistics are in `cbr`)
     kind: str = "tcp"
@@ -241,16 +296,18 @@ class FlowResult:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> FlowResult:
         where = f"flow {data.get('id', '?')}"
-        kind = str(data.get("kind", "tcp"))
+        kind = str(_need(data, "kind", where))
         if kind == "cbr":
+            _exact(data, where, (*FLOW_KEYS, *CBR_KEYS), PEP_KEYS)
             return cls._cbr_from_json(data, where)
+        _exact(data, where, FLOW_KEYS, PEP_KEYS)
         ints = (
             *("id", "start_ns", "bytes_delivered", "bytes_sent", "segments_sent"),
             *("retransmits", "active_ns", "rto_count", "fast_recoveries", "spurious_undos"),
         )
         values: dict[str, Any] = {key: int(_need(data, key, where)) for key in ints}
         completion = _need(data, "completion_ns", where)
-        ssthresh = data.get("final_ssthresh_bytes")
+        ssthresh = data["final_ssthresh_bytes"]
         legs = data.get("legs") or ()
         buffers = data.get("pep_buffer") or ()
         return cls(
@@ -262,19 +319,19 @@ class FlowResult:
             rtt=RttStats.from_json(_need(data, "rtt", where)),
             final_cwnd_bytes=int(_need(data, "final_cwnd_bytes", where)),
             final_ssthresh_bytes=None if ssthresh is None else int(ssthresh),
-            extra=_extra_numbers(data, {f.name for f in fields(cls)}),
+            extra={key: data[key] for key in FLOW_COUNTERS},
             kind=kind,
             legs=tuple(LegResult.from_json(leg, f"{where} leg") for leg in legs),
             pep_buffer=tuple(PepBufferStats.from_json(b, f"{where} pep_buffer") for b in buffers),
-            server_done_ns=_opt_int(data.get("server_done_ns")),
-            closed_ns=_opt_int(data.get("closed_ns")),
+            server_done_ns=_opt_int(data["server_done_ns"]),
+            closed_ns=_opt_int(data["closed_ns"]),
             **values,
         )
 
     @classmethod
     def _cbr_from_json(cls, data: Mapping[str, Any], where: str) -> FlowResult:
-        """A CBR flow: `goodput_bps` and the datagram counts are required; TCP counters the
-        core may leave out read as 0 (a UDP flow has no cwnd, RTT or retransmissions)."""
+        """A CBR flow: its datagram counts and one-way delays; the TCP counters the core
+        reports as 0 for it are read as such."""
 
         def count(key: str) -> int:
             value = data.get(key)
@@ -283,7 +340,6 @@ class FlowResult:
         completion = data.get("completion_ns")
         rtt = data.get("rtt")
         cca = data.get("cca")
-        known = {f.name for f in fields(cls)} | {"packets_sent", "packets_received", "loss_ratio"}
         goodput_bps = float(_need(data, "goodput_bps", where))
         return cls(
             id=int(_need(data, "id", where)),
@@ -304,7 +360,7 @@ class FlowResult:
             spurious_undos=0,
             final_cwnd_bytes=0,
             final_ssthresh_bytes=None,
-            extra=_extra_numbers(data, known),
+            extra={key: data[key] for key in FLOW_COUNTERS},
             kind="cbr",
             cbr=CbrStats.from_json(data, where),
         )
@@ -312,14 +368,6 @@ class FlowResult:
     @property
     def is_tcp(self) -> bool:
         return self.kind != "cbr"
-
-
-def _extra_numbers(data: Mapping[str, Any], known: set[str]) -> dict[str, float]:
-    return {
-        key: value
-        for key, value in data.items()
-        if key not in known and isinstance(value, int | float) and not isinstance(value, bool)
-    }
 
 
 @dataclass(frozen=True)
@@ -339,17 +387,17 @@ class LinkResult:
     queue_max_pkts: int
     queue_mean_bytes: float
     queue_max_bytes: int
-    #: numeric link counters the core reports beyond the interface, passed through like
-    #: `FlowResult.extra`
+    #: no link counters beyond the fields (kept for the shape `to_json_dict` flattens)
     extra: Mapping[str, float] = field(default_factory=dict)
-    #: packets lost because the link was down (None: the core did not report it)
+    #: packets lost because the link was down (None: a hand-made result without it)
     outage_drops: int | None = None
-    #: packets a RED/CoDel queue dropped early (None: not reported)
+    #: packets a RED/CoDel queue dropped early (None: a hand-made result without it)
     aqm_drops: int | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LinkResult:
         where = f"link {data.get('name', '?')}"
+        _exact(data, where, LINK_KEYS)
         ints = (
             *("rate_bps", "packets_tx", "bytes_tx", "queue_drops", "error_drops", "ecn_marks"),
             *("queue_max_pkts", "queue_max_bytes"),
@@ -359,9 +407,8 @@ class LinkResult:
             values[key] = float(_need(data, key, where))
         return cls(
             name=str(_need(data, "name", where)),
-            extra=_extra_numbers(data, {f.name for f in fields(cls)}),
-            outage_drops=_opt_int(data.get("outage_drops")),
-            aqm_drops=_opt_int(data.get("aqm_drops")),
+            outage_drops=int(data["outage_drops"]),
+            aqm_drops=int(data["aqm_drops"]),
             **values,
         )
 
@@ -390,28 +437,16 @@ class FlowSeries:
     retransmits: tuple[int, ...]
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any], *, cbr: bool = False) -> FlowSeries:
-        """Every series is required for a TCP flow; a UDP (`cbr`) flow needs `goodput_bps`
-        only: missing TCP series read as no RTT sample, zero cwnd and no retransmission."""
+    def from_json(cls, data: Mapping[str, Any]) -> FlowSeries:
         where = "series flow"
-        goodput = tuple(float(v) for v in _need(data, "goodput_bps", where))
-        if not cbr or "cwnd_bytes" in data:
-            return cls(
-                id=int(_need(data, "id", where)),
-                goodput_bps=goodput,
-                throughput_bps=tuple(float(v) for v in _need(data, "throughput_bps", where)),
-                rtt_mean_ns=tuple(_opt_float(v) for v in _need(data, "rtt_mean_ns", where)),
-                cwnd_bytes=tuple(int(v) for v in _need(data, "cwnd_bytes", where)),
-                retransmits=tuple(int(v) for v in _need(data, "retransmits", where)),
-            )
-        throughput = data.get("throughput_bps")
+        _exact(data, where, SERIES_FLOW_KEYS)
         return cls(
-            id=int(_need(data, "id", where)),
-            goodput_bps=goodput,
-            throughput_bps=goodput if throughput is None else tuple(float(v) for v in throughput),
-            rtt_mean_ns=tuple(None for _ in goodput),
-            cwnd_bytes=tuple(0 for _ in goodput),
-            retransmits=tuple(0 for _ in goodput),
+            id=int(data["id"]),
+            goodput_bps=tuple(float(v) for v in data["goodput_bps"]),
+            throughput_bps=tuple(float(v) for v in data["throughput_bps"]),
+            rtt_mean_ns=tuple(_opt_float(v) for v in data["rtt_mean_ns"]),
+            cwnd_bytes=tuple(int(v) for v in data["cwnd_bytes"]),
+            retransmits=tuple(int(v) for v in data["retransmits"]),
         )
 
 
@@ -426,14 +461,14 @@ class Series:
     bottleneck_utilization: tuple[float, ...]
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any], cbr_ids: frozenset[int] = frozenset()) -> Series:
-        flows = _need(data, "flows", "series")
+    def from_json(cls, data: Mapping[str, Any]) -> Series:
+        _exact(data, "series", SERIES_KEYS)
         return cls(
-            interval_ns=int(_need(data, "interval_ns", "series")),
-            t_ns=tuple(int(v) for v in _need(data, "t_ns", "series")),
-            flows=tuple(FlowSeries.from_json(f, cbr=f.get("id") in cbr_ids) for f in flows),
-            bottleneck_queue_pkts=tuple(float(v) for v in data.get("bottleneck_queue_pkts", ())),
-            bottleneck_utilization=tuple(float(v) for v in data.get("bottleneck_utilization", ())),
+            interval_ns=int(data["interval_ns"]),
+            t_ns=tuple(int(v) for v in data["t_ns"]),
+            flows=tuple(FlowSeries.from_json(f) for f in data["flows"]),
+            bottleneck_queue_pkts=tuple(float(v) for v in data["bottleneck_queue_pkts"]),
+            bottleneck_utilization=tuple(float(v) for v in data["bottleneck_utilization"]),
         )
 
 
@@ -469,20 +504,20 @@ class RunResult:
         git_commit: str | None = None,
     ) -> RunResult:
         data: Mapping[str, Any] = json.loads(result) if isinstance(result, str) else result
-        flows = tuple(FlowResult.from_json(f) for f in _need(data, "flows", "result"))
-        cbr_ids = frozenset(flow.id for flow in flows if not flow.is_tcp)
+        _exact(data, "result", RESULT_KEYS)
+        flows = tuple(FlowResult.from_json(f) for f in data["flows"])
         return cls(
             name=str(_need(data, "name", "result")),
             seed=int(_need(data, "seed", "result")),
             duration_ns=int(_need(data, "duration_ns", "result")),
             events=int(_need(data, "events", "result")),
-            core_version=str(data.get("core_version", "")),
+            core_version=str(data["core_version"]),
             wall_s=wall_s,
             flows=flows,
             links=tuple(LinkResult.from_json(link) for link in _need(data, "links", "result")),
-            series=Series.from_json(_need(data, "series", "result"), cbr_ids),
+            series=Series.from_json(data["series"]),
             scenario=scenario,
-            model_version=_opt_int(data.get("model_version")),
+            model_version=_opt_int(data["model_version"]),
             run_info=run_info,
             git_commit=git_commit,
         )

@@ -21,12 +21,15 @@ import math
 from dataclasses import dataclass
 from typing import Any, Final
 
+from ..limits import LIMITS
 from ..scenario.topology import base_rtt_ns, combined_loss, segments
 
 MATHIS_C: Final = math.sqrt(1.5)
-IP_TCP_HEADER_BYTES: Final = 40  # IPv4 20 B + TCP 20 B
-TIMESTAMP_OPTION_BYTES: Final = 12  # RFC 7323 option (10 B) padded to a 4-byte boundary
-LINUX_RTO_MIN_S: Final = 0.2
+#: The core's packet sizes and Linux RTO floor (`_core.limits_json`): IPv4 20 B + TCP 20 B,
+#: the RFC 7323 option (10 B) padded to 12 B, rto_min 200 ms.
+IP_TCP_HEADER_BYTES: Final = LIMITS.header_bytes
+TIMESTAMP_OPTION_BYTES: Final = LIMITS.timestamp_option_bytes
+LINUX_RTO_MIN_S: Final = LIMITS.rto_min_ns / 1e9
 #: CUBIC's constants (RFC 9438 §4.6, §5.1): C in segments/s³, multiplicative decrease β.
 #: Linux's are 41·10/1024² ≈ 0.4 and 717/1024 ≈ 0.7; the model takes the RFC's round values.
 CUBIC_C: Final = 0.4
@@ -194,4 +197,39 @@ def flow_bounds(normalized: dict[str, Any], flow_id: int) -> FlowBounds:
             if flow.get("cca") == "cubic"
             else None
         ),
+    )
+
+
+#: The columns a store's `runs` table gets from `run_bounds`.
+THEORY_COLUMNS: Final = ("capacity_bps", "mathis_bps", "padhye_bps")
+
+
+@dataclass(frozen=True)
+class RunBounds:
+    """Theory for a whole run (its TCP flows together): the payload capacity of the first TCP
+    flow's path, and the sums of the flows' Mathis and Padhye rates capped at it (the capacity
+    itself on a lossless path)."""
+
+    capacity_bps: float
+    mathis_bps: float
+    padhye_bps: float
+
+
+def run_bounds(normalized: dict[str, Any]) -> RunBounds | None:
+    """`RunBounds` of a normalized scenario from its flows' `flow_bounds` (None without TCP
+    flows). A flow without a model (lossless, or bursty loss) counts as the capacity."""
+    bounds = [
+        flow_bounds(normalized, i)
+        for i, flow in enumerate(normalized["flows"])
+        if flow["app"]["kind"] != "cbr"
+    ]
+    if not bounds:
+        return None
+    cap = bounds[0].cap_bps
+    mathis = [b.mathis_bps for b in bounds]
+    padhye = [b.padhye_bps for b in bounds]
+    return RunBounds(
+        capacity_bps=cap,
+        mathis_bps=cap if None in mathis else min(sum(m for m in mathis if m), cap),
+        padhye_bps=cap if None in padhye else min(sum(p for p in padhye if p), cap),
     )

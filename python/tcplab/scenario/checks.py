@@ -7,10 +7,10 @@ app kind, the core's catalogue) and report the full TOML path of the offending k
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Final
 
 from ..catalogue import CcaInfo
 from ..errors import NO_VALUE, field_error
+from ..limits import LIMITS
 from ..units import format_duration_ns, format_rate_bps
 from .model import (
     Direction,
@@ -30,10 +30,6 @@ from .normalize import (
 )
 from .tcp_profile import check_tcp_conflicts
 from .topology import satellite_index
-
-MAX_SERIES_POINTS: Final = 10**7  # duration / interval; beyond this the series alone is > 1 GB
-MAX_FLOWS: Final = 10_000
-MAX_SEGMENTS: Final = 64  # the core's limit
 
 
 def check_scenario(scenario: Scenario, catalogue: Sequence[CcaInfo]) -> None:
@@ -63,16 +59,18 @@ def check_scenario(scenario: Scenario, catalogue: Sequence[CcaInfo]) -> None:
             "longer than the run",
             f"at most duration ({duration_text})",
         )
-    if scenario.duration_ns // scenario.interval_ns > MAX_SERIES_POINTS:
+    if scenario.duration_ns // scenario.interval_ns > LIMITS.max_intervals:
         raise field_error(
             "interval",
             format_duration_ns(scenario.interval_ns),
             "too short for this duration",
-            f"at most {MAX_SERIES_POINTS} intervals per run",
+            f"at most {LIMITS.max_intervals} intervals per run",
         )
     total_flows = sum(flow.count for flow in scenario.flows)
-    if total_flows > MAX_FLOWS:
-        raise field_error("flows", f"{total_flows} flows", "too many flows", f"at most {MAX_FLOWS}")
+    if total_flows > LIMITS.max_flows:
+        raise field_error(
+            "flows", f"{total_flows} flows", "too many flows", f"at most {LIMITS.max_flows}"
+        )
     if scenario.path is not None:
         _check_path(scenario.path)
     rtt_ns = scenario_base_rtt_ns(scenario)
@@ -86,12 +84,12 @@ def check_scenario(scenario: Scenario, catalogue: Sequence[CcaInfo]) -> None:
 def _check_path(path: PathSpec) -> None:
     """Segment count and names, and room for the PEPs around the satellite segment."""
     segments = path.segments
-    if not segments or len(segments) > MAX_SEGMENTS:
+    if not segments or len(segments) > LIMITS.max_segments:
         raise field_error(
             "path.segments",
             f"{len(segments)} segments",
             "wrong number of segments",
-            f"1 to {MAX_SEGMENTS} [[path.segments]] tables",
+            f"1 to {LIMITS.max_segments} [[path.segments]] tables",
         )
     first_use: dict[str, int] = {}
     for index, segment in enumerate(segments):

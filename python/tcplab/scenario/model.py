@@ -33,25 +33,21 @@ from pydantic import (
 )
 
 from ..errors import Problem
+from ..limits import LIMITS
 from ..units import (
     format_duration_ns,
     format_rate_bps,
+    format_size_bytes,
     parse_duration_ns,
     parse_rate_bps,
     parse_size_bytes,
 )
 from .traces import DeliveryTrace, RateTrace, read_delivery_trace, read_rate_trace
 
-MAX_RATE_BPS: Final = 10**13  # 10 Tbit/s: beyond any link worth simulating packet by packet
-MAX_DELAY_NS: Final = 60 * 10**9  # one-way; even a Mars relay is not a TCP path
-MAX_DURATION_NS: Final = 7 * 86_400 * 10**9
-MAX_SIZE_BYTES: Final = 10**12
-MAX_RWND_BYTES: Final = 2**30  # RFC 7323 §2.3: window scale ≤ 14 → about 1 GiB
+# The ranges the core checks come from the core (`LIMITS`); these two are the file's own
+# sanity bounds on queue sizes, which the core has no reason to limit.
 MAX_QUEUE_PKTS: Final = 10**7
 MAX_QUEUE_BDP: Final = 1000
-MIN_QUEUE_BYTES: Final = 1600  # the core's floor: a byte limit must hold one full packet
-MIN_INTERVAL_NS: Final = 10**6  # the core's floor for the series interval (1 ms)
-MAX_SEED: Final = 2**64 - 1  # the core's master seed is a u64
 
 
 def _check(ok: Callable[[Any], bool], problem: str, allowed: str | None = None) -> AfterValidator:
@@ -77,17 +73,32 @@ DurationNs = Annotated[
     int,
     BeforeValidator(parse_duration_ns),
     PlainSerializer(_ns_text, return_type=str),
-    _check(lambda v: v <= MAX_DURATION_NS, "is absurdly long", "at most 7 days"),
+    _check(
+        lambda v: v <= LIMITS.max_duration_ns,
+        "is absurdly long",
+        f"at most {format_duration_ns(LIMITS.max_duration_ns)}",
+    ),
 ]
 RateBps = Annotated[
     int,
     BeforeValidator(parse_rate_bps),
     PlainSerializer(_bps_text, return_type=str),
     _check(lambda v: v > 0, "must be greater than 0"),
-    _check(lambda v: v <= MAX_RATE_BPS, "is absurdly high", "at most 10Tbps"),
+    _check(
+        lambda v: v <= LIMITS.max_rate_bps,
+        "is absurdly high",
+        f"at most {format_rate_bps(LIMITS.max_rate_bps)}",
+    ),
 ]
 SizeBytes = Annotated[int, BeforeValidator(parse_size_bytes)]
-DelayNs = Annotated[DurationNs, _check(lambda v: v <= MAX_DELAY_NS, "too long", "at most 60s")]
+DelayNs = Annotated[
+    DurationNs,
+    _check(
+        lambda v: v <= LIMITS.max_delay_ns,
+        "too long",
+        f"at most {format_duration_ns(LIMITS.max_delay_ns)}",
+    ),
+]
 Probability = Annotated[float, _check(lambda v: 0.0 <= v < 1.0, "must be in [0, 1)")]
 
 QUEUE_ALLOWED: Final = '"<k>bdp" (k > 0), "<n>pkts" or a size such as "64KB"'
@@ -136,10 +147,12 @@ def parse_queue(value: object) -> QueueSpec:
         size_bytes = parse_size_bytes(value)
     except Problem:
         raise Problem("unknown queue limit", QUEUE_ALLOWED) from None
-    if size_bytes < MIN_QUEUE_BYTES:
-        raise Problem("too small to hold a full packet", f"at least {MIN_QUEUE_BYTES}B")
-    if size_bytes > MAX_QUEUE_PKTS * 1500:
-        raise Problem("is absurdly large", f"at most {MAX_QUEUE_PKTS * 1500 // 10**9}GB")
+    if size_bytes < LIMITS.min_queue_bytes:
+        raise Problem("too small to hold a full packet", f"at least {LIMITS.min_queue_bytes}B")
+    if size_bytes > MAX_QUEUE_PKTS * LIMITS.mtu_bytes:
+        raise Problem(
+            "is absurdly large", f"at most {MAX_QUEUE_PKTS * LIMITS.mtu_bytes // 10**9}GB"
+        )
     return QueueSpec("bytes", Fraction(size_bytes))
 
 
@@ -212,6 +225,8 @@ UnitInterval = Annotated[float, _check(lambda v: 0.0 <= v <= 1.0, "must be in [0
 PositiveDuration = Annotated[DurationNs, _check(lambda v: v > 0, "must be greater than 0")]
 
 AqmKind = Literal["droptail", "red", "codel"]
+_RED: Final = LIMITS.red_defaults
+_CODEL: Final = LIMITS.codel_defaults
 
 
 class RedSpec(_Model):
@@ -219,22 +234,24 @@ class RedSpec(_Model):
     grows from 0 at `min_th` to `max_p` at `max_th` of the average queue (EWMA weight `w_q`);
     `gentle` (Floyd 2000) ramps on to 1 at 2 x `max_th` instead of dropping everything."""
 
-    min_th_pkts: PktCount = Field(5, alias="min_th")
-    max_th_pkts: PktCount = Field(15, alias="max_th")
-    max_p: Fraction01 = 0.1
-    w_q: Fraction01 = 0.002
-    gentle: bool = True
+    # defaults: the core's `RedConfig::default()` (whole packets in the file)
+    min_th_pkts: PktCount = Field(int(_RED["min_th_pkts"]), alias="min_th")
+    max_th_pkts: PktCount = Field(int(_RED["max_th_pkts"]), alias="max_th")
+    max_p: Fraction01 = _RED["max_p"]
+    w_q: Fraction01 = _RED["w_q"]
+    gentle: bool = _RED["gentle"]
     # mark ECN-capable packets instead of dropping them (RFC 3168 §7)
-    ecn: bool = True
+    ecn: bool = _RED["ecn"]
 
 
 class CodelSpec(_Model):
     """CoDel (RFC 8289): drop or mark when packets have waited more than `target` for at
     least `interval`."""
 
-    target_ns: PositiveDuration = Field(5_000_000, alias="target")
-    interval_ns: PositiveDuration = Field(100_000_000, alias="interval")
-    ecn: bool = True
+    # defaults: the core's `CodelConfig::default()`
+    target_ns: PositiveDuration = Field(_CODEL["target_ns"], alias="target")
+    interval_ns: PositiveDuration = Field(_CODEL["interval_ns"], alias="interval")
+    ecn: bool = _CODEL["ecn"]
 
 
 class LossSpec(_Model):
@@ -266,7 +283,7 @@ def parse_outage(value: object) -> tuple[int, int]:
     start_ns, end_ns = parse_duration_ns(value[0]), parse_duration_ns(value[1])
     if end_ns <= start_ns:
         raise Problem("the outage ends before it starts", "start < end")
-    if end_ns > MAX_DURATION_NS:
+    if end_ns > LIMITS.max_duration_ns:
         raise Problem("is absurdly late", "at most 7 days")
     return start_ns, end_ns
 
@@ -502,11 +519,22 @@ class FlowAccessSpec(_Model):
 
 Stack = Literal["linux", "ns2"]
 
-Mss = Annotated[int, _check(lambda v: 64 <= v <= 65495, "out of range", "64 to 65495")]
-InitialWindow = Annotated[
-    int, _check(lambda v: 1 <= v <= 1000, "out of range", "1 to 1000 packets")
+
+def _in(bounds: tuple[int, int], unit: str = "") -> AfterValidator:
+    low, high = bounds
+    return _check(lambda v: low <= v <= high, "out of range", f"{low} to {high}{unit}")
+
+
+Mss = Annotated[int, _in(LIMITS.mss_bytes)]
+InitialWindow = Annotated[int, _in(LIMITS.initial_window_pkts, " packets")]
+Rwnd = Annotated[
+    SizeBytes,
+    _check(
+        lambda v: v <= LIMITS.max_rwnd_bytes,
+        "too large",
+        f"at most {format_size_bytes(LIMITS.max_rwnd_bytes)}",
+    ),
 ]
-Rwnd = Annotated[SizeBytes, _check(lambda v: v <= MAX_RWND_BYTES, "too large", "at most 1GiB")]
 
 
 class TcpSpec(_Model):
@@ -538,10 +566,6 @@ class TcpSpec(_Model):
     stack: Stack = "linux"
 
 
-MAX_PEP_BUFFER_BYTES: Final = 2**34  # 16 GiB, the core's ceiling
-DEFAULT_PEP_BUFFER_BYTES: Final = 4 * 2**20
-
-
 class _PepOwn(_Model):
     # None: the flow's own algorithm (and then its cca_params too)
     cca: str | None = None
@@ -549,7 +573,11 @@ class _PepOwn(_Model):
     buffer_bytes: (
         Annotated[
             SizeBytes,
-            _check(lambda v: 1 <= v <= MAX_PEP_BUFFER_BYTES, "out of range", "at most 16GiB"),
+            _check(
+                lambda v: 1 <= v <= LIMITS.max_pep_buffer_bytes,
+                "out of range",
+                f"at most {format_size_bytes(LIMITS.max_pep_buffer_bytes)}",
+            ),
         ]
         | None
     ) = Field(None, alias="buffer")
@@ -562,7 +590,6 @@ class PepSpec(TcpSpec, _PepOwn):
     `[flows.tcp]`: the PEP is a different TCP stack)."""
 
 
-CBR_MAX_PACKET_BYTES: Final = 65_507  # largest UDP payload in an IPv4 datagram
 CBR_DEFAULT_PACKET_BYTES: Final = 1200
 
 
@@ -575,7 +602,12 @@ class FlowSpec(_Model):
     app: Literal["bulk", "file", "cbr"] = "bulk"
     size_bytes: (
         Annotated[
-            SizeBytes, _check(lambda v: 0 < v <= MAX_SIZE_BYTES, "out of range", "1B to 1000GB")
+            SizeBytes,
+            _check(
+                lambda v: 0 < v <= LIMITS.max_file_bytes,
+                "out of range",
+                f"1B to {format_size_bytes(LIMITS.max_file_bytes)}",
+            ),
         ]
         | None
     ) = Field(None, alias="size")
@@ -585,9 +617,10 @@ class FlowSpec(_Model):
         Annotated[
             SizeBytes,
             _check(
-                lambda v: 1 <= v <= CBR_MAX_PACKET_BYTES,
+                lambda v: LIMITS.cbr_packet_bytes[0] <= v <= LIMITS.cbr_packet_bytes[1],
                 "out of range",
-                f"1B to {CBR_MAX_PACKET_BYTES}B (one UDP datagram)",
+                f"{LIMITS.cbr_packet_bytes[0]}B to {LIMITS.cbr_packet_bytes[1]}B "
+                "(one UDP datagram)",
             ),
         ]
         | None
@@ -611,10 +644,17 @@ class Scenario(_Model):
     duration_ns: Annotated[DurationNs, _check(lambda v: v > 0, "must be greater than 0")] = Field(
         alias="duration", description='a duration such as "600s"'
     )
-    seed: Annotated[int, _check(lambda v: 0 <= v <= MAX_SEED, "out of range", "0 to 2**64-1")] = 1
+    seed: Annotated[
+        int, _check(lambda v: 0 <= v <= LIMITS.max_seed, "out of range", "0 to 2**64-1")
+    ] = 1
     interval_ns: Annotated[
-        DurationNs, _check(lambda v: v >= MIN_INTERVAL_NS, "too short", "at least 1ms")
-    ] = Field(10**9, alias="interval")
+        DurationNs,
+        _check(
+            lambda v: v >= LIMITS.min_interval_ns,
+            "too short",
+            f"at least {format_duration_ns(LIMITS.min_interval_ns)}",
+        ),
+    ] = Field(LIMITS.default_interval_ns, alias="interval")
     # exactly one of the two (checked in checks.py, which can name the key)
     bottleneck: BottleneckSpec | None = None
     path: PathSpec | None = None

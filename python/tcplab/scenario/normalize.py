@@ -20,10 +20,10 @@ from fractions import Fraction
 from typing import Any, Final
 
 from ..errors import Problem
+from ..limits import LIMITS
 from ..units import parse_duration_ns, parse_rate_bps
 from .model import (
     CBR_DEFAULT_PACKET_BYTES,
-    DEFAULT_PEP_BUFFER_BYTES,
     Direction,
     FlowSpec,
     LinkSpec,
@@ -35,7 +35,6 @@ from .tcp_profile import TcpOptions, resolve_tcp
 from .traces import MAHIMAHI_BYTES_PER_OPPORTUNITY
 
 #: Wire size of a full data packet used to turn a BDP into packets (interface.md): the MTU.
-BDP_PACKET_BYTES: Final = 1500
 _NS_PER_S: Final = 10**9
 
 
@@ -61,7 +60,7 @@ def queue_json(spec: QueueSpec, rate_bps: int, rtt_ns: int) -> dict[str, Any]:
         return {"kind": "droptail", "limit_bytes": int(spec.amount)}
     if spec.kind == "pkts":
         return {"kind": "droptail", "limit_pkts": int(spec.amount)}
-    bdp_pkts = Fraction(rate_bps * rtt_ns, 8 * BDP_PACKET_BYTES * _NS_PER_S)
+    bdp_pkts = Fraction(rate_bps * rtt_ns, 8 * LIMITS.mtu_bytes * _NS_PER_S)
     return {"kind": "droptail", "limit_pkts": max(1, math.ceil(spec.amount * bdp_pkts))}
 
 
@@ -192,7 +191,7 @@ def _pep_json(scenario: Scenario, flow: FlowSpec) -> dict[str, Any] | None:
         "cca_params": dict(cca_param_entry(k, v) for k, v in params.items()),
         "tcp": tcp_json(pep_tcp(flow, pep)),
         "buffer_bytes": (
-            DEFAULT_PEP_BUFFER_BYTES if pep.buffer_bytes is None else pep.buffer_bytes
+            LIMITS.default_pep_buffer_bytes if pep.buffer_bytes is None else pep.buffer_bytes
         ),
     }
 

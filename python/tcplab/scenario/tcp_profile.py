@@ -12,10 +12,11 @@ dropped.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Final
 
 from ..errors import field_error
+from ..limits import LIMITS
 from .model import TcpSpec
 
 #: ns-2 `Agent/TCP set windowInit_`. Provisional (ns-default.tcl has said 2 since the 2001
@@ -31,9 +32,11 @@ NS2_SACK_CCAS: Final = frozenset({"sack", "fack"})
 #: options that need SACK; they follow `sack` when not given
 SACK_OPTIONS: Final = ("dsack", "fack", "rack", "tlp")
 #: largest receive window without the RFC 7323 window scale option
-NO_WSCALE_MAX_RWND_BYTES: Final = 65535
-
-LINUX_RWND_BYTES: Final = 6 * 2**20  # Linux's default tcp_rmem maximum (6 MiB)
+NO_WSCALE_MAX_RWND_BYTES: Final = LIMITS.no_wscale_max_rwnd_bytes
+#: the core's `TcpConfig::default()`: Linux's defaults, kept in one place
+_CORE_TCP: Final = LIMITS.tcp_defaults
+#: Linux's default tcp_rmem maximum (6 MiB)
+LINUX_RWND_BYTES: Final[int] = _CORE_TCP["rwnd_bytes"]
 
 
 @dataclass(frozen=True)
@@ -89,26 +92,12 @@ class _Profile:
     slow_start_after_idle: bool
 
 
-#: Linux defaults: net.ipv4.tcp_{sack,dsack,timestamps,window_scaling,frto,
-#: slow_start_after_idle} = 1, tcp_recovery = RACK (with TLP), PRR, tcp_ecn = 2 (answer only,
-#: never ask), IW10 (RFC 6928), no FACK (removed in 4.15), no pacing without fq/BBR, TSO/GSO on.
-LINUX: Final = _Profile(
-    mss_bytes=1448,  # 1500 B MTU - 40 B headers - 12 B timestamp option
-    dsack=True,
-    fack=False,
-    rack=True,
-    tlp=True,
-    frto=True,
-    prr=True,
-    timestamps=True,
-    delayed_ack=True,
-    initial_window_pkts=10,
-    window_scaling=True,
-    pacing=False,
-    tso=True,
-    ecn=False,
-    slow_start_after_idle=True,
-)
+#: Linux defaults, which are the core's own (`TcpConfig::default()`): net.ipv4.tcp_{sack,dsack,
+#: timestamps,window_scaling,frto,slow_start_after_idle} = 1, tcp_recovery = RACK (with TLP),
+#: PRR, tcp_ecn = 2 (answer only, never ask), IW10 (RFC 6928), MSS 1448 (a 1500 B MTU less
+#: 40 B of headers and the 12 B timestamp option), no FACK (removed in 4.15), no pacing
+#: without fq/BBR, TSO/GSO on.
+LINUX: Final = _Profile(**{f.name: _CORE_TCP[f.name] for f in fields(_Profile)})
 
 #: ns-2 defaults (ns-default.tcl): packetSize_ 1000, timestamps_ false, TCPSink (no delayed
 #: ACKs), windowInit_ 2, no DSACK/RACK/TLP/F-RTO/PRR, no pacing or TSO, ecn_ 0, no window scaling;
@@ -139,7 +128,7 @@ def _pick(given: bool | None, default: bool) -> bool:
 
 
 def _default_sack(stack: str, cca: str) -> bool:
-    return cca in NS2_SACK_CCAS if stack == "ns2" else True
+    return cca in NS2_SACK_CCAS if stack == "ns2" else bool(_CORE_TCP["sack"])
 
 
 def _default_rwnd_bytes(stack: str, mss_bytes: int) -> int:

@@ -31,11 +31,13 @@ from pathlib import Path
 from typing import Final, Literal
 
 from ..errors import Problem
+from ..limits import LIMITS
 from ..units import parse_duration_ns, parse_rate_bps
 
 #: Bytes a link may deliver per Mahimahi opportunity (one MTU-sized packet).
-MAHIMAHI_BYTES_PER_OPPORTUNITY: Final = 1500
-MAX_TRACE_LINES: Final = 10_000_000
+# a delivery opportunity carries one full packet, and a trace is as long as the core takes
+MAHIMAHI_BYTES_PER_OPPORTUNITY: Final = LIMITS.mtu_bytes
+MAX_TRACE_LINES: Final = LIMITS.max_trace_len
 RATE_TRACE_ALLOWED: Final = (
     'lines "time,rate[,delay]": time in s or with a unit, rate in bit/s or with a unit, '
     "delay in ms or with a unit"

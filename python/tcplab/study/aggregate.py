@@ -22,7 +22,7 @@ from typing import Final
 import pandas as pd  # type: ignore[import-untyped]
 
 from ..results.metrics import METRIC_BY_NAME, METRICS
-from ..results.theory import mathis_bps, padhye_bps
+from ..results.theory import THEORY_COLUMNS
 from .store import param_columns
 
 #: Two-sided 97.5 % quantiles of Student's t for 1..30 degrees of freedom.
@@ -132,21 +132,10 @@ def aggregate(runs: pd.DataFrame, metrics: Sequence[str] = DEFAULT_METRICS) -> p
 
 
 def theory_columns(run: pd.Series) -> dict[str, float]:
-    """References for one run's path: physical RTT, payload capacity, Mathis (capped) and
-    Padhye (T0 = RTT + 200 ms, b = 1, capped), in the run's units."""
-    rtt_s = float(run["base_rtt_ms"]) / 1e3
-    mss = float(run["mss_bytes"])
-    per = float(run["per"])
-    rate = float(run["rate_bps"])
-    # One full data packet on the wire is the MSS plus 52 B of headers with timestamps, or
-    # 40 B without (ns-2 profile); the capacity share uses the larger header to stay a bound.
-    cap = rate * mss / (mss + 40.0)
-    out = {"base_rtt_ms": rtt_s * 1e3, "capacity_bps": cap}
-    n_flows = max(int(run.get("n_flows", 1) or 1), 1)
-    if per > 0:
-        out["mathis_bps"] = min(n_flows * mathis_bps(mss, rtt_s, per), cap)
-        out["padhye_bps"] = min(n_flows * padhye_bps(mss, rtt_s, per, rto_s=rtt_s + 0.2), cap)
-    else:
-        out["mathis_bps"] = cap
-        out["padhye_bps"] = cap
-    return out
+    """References for one run's path: physical RTT, payload capacity, Mathis and Padhye
+    (both capped at the capacity), as the store computes them from the run's scenario with
+    `theory.run_bounds` (NaN for a run without them)."""
+    return {
+        name: float(run[name]) if name in run and run[name] is not None else math.nan
+        for name in ("base_rtt_ms", *THEORY_COLUMNS)
+    }

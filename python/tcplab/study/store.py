@@ -772,7 +772,7 @@ class Store:
     ) -> pd.DataFrame:
         sel, args = self._selection(study, revision)
         if table == "runs":
-            body = "r.* EXCLUDE (scenario_json) FROM rev JOIN runs r USING (run_id)"
+            body = "r.* FROM rev JOIN runs r USING (run_id)"
         else:
             body = (
                 "r.scenario_hash, r.seed, r.model_version, t.* FROM rev "
@@ -784,6 +784,8 @@ class Store:
             f"ORDER BY rev.study, rev.variant, {order}",
             args,
         )
+        if table == "runs":
+            df = _with_theory(df)
         return expand_params(df)
 
     def runs(self, study: str | None = None, revision: int | None = None) -> pd.DataFrame:
@@ -829,6 +831,22 @@ class Store:
 
     def study_text(self, study: str, revision: int | None = None) -> str:
         return str(self.revision_info(study, revision).get("file_text") or "")
+
+
+def _with_theory(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs with their theory references (`theory.run_bounds` of each run's scenario)
+    instead of the scenario JSON they are computed from."""
+    from ..results.theory import THEORY_COLUMNS, run_bounds
+
+    values: dict[str, list[float | None]] = {name: [] for name in THEORY_COLUMNS}
+    for text in runs["scenario_json"]:
+        bounds = run_bounds(json.loads(text)) if isinstance(text, str) else None
+        for name in THEORY_COLUMNS:
+            values[name].append(None if bounds is None else getattr(bounds, name))
+    out = runs.drop(columns=["scenario_json"])
+    for name in THEORY_COLUMNS:
+        out[name] = pd.array(values[name], dtype="Float64").astype(float)
+    return out
 
 
 def _isna(value: Any) -> bool:

@@ -142,8 +142,8 @@ def run_sweep_benchmark(duration: str | None) -> SweepBench:
     DuckDB commits included): the first variant of geo-leaky, one seed."""
     import tempfile
 
-    from ..cli.study import presets
     from ..study.grid import load_study, study_from_dict
+    from ..study.presets import presets
     from ..study.store import Store
     from ..study.sweep import run_study
 
