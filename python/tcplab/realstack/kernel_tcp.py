@@ -73,7 +73,7 @@ def kernel_tcp(tcp: Mapping[str, Any], cca: str, where: str) -> KernelTcp:
         "net.ipv4.tcp_no_metrics_save": "1",
     }
     notes: list[str] = []
-    mss = int(tcp.get("mss_bytes", 1448))
+    mss = int(tcp.get("mss_bytes", LIMITS.tcp_defaults["mss_bytes"]))
     advmss = mss + (TIMESTAMP_OPTION_BYTES if timestamps else 0)
     if advmss > MTU_ADVMSS:
         notes.append(f"{where}.tcp.mss = {mss}: larger than a 1500-byte MTU allows; capped")

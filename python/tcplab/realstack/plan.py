@@ -31,7 +31,7 @@ from typing import Any, Final, Literal
 
 from ..errors import ScenarioError
 from ..limits import LIMITS
-from ..scenario.topology import pep_mode, satellite_index, segments
+from ..scenario.topology import path_info, pep_mode, segments
 from .kernel_tcp import kernel_tcp
 
 PREFIX: Final = "tcplab-"
@@ -119,7 +119,7 @@ class FlowPlan:
     window_bytes: int | None = None
     cbr_rate_bps: int | None = None
     cbr_packet_bytes: int | None = None
-    mss_bytes: int = 1448
+    mss_bytes: int = LIMITS.tcp_defaults["mss_bytes"]
 
 
 @dataclass(frozen=True)
@@ -363,7 +363,9 @@ class _Builder:
             window_bytes=tcp.window_bytes,
             cbr_rate_bps=int(app["rate_bps"]) if kind == "cbr" else None,
             cbr_packet_bytes=int(app["packet_bytes"]) if kind == "cbr" else None,
-            mss_bytes=int((flow.get("tcp") or {}).get("mss_bytes", 1448)),
+            mss_bytes=int(
+                (flow.get("tcp") or {}).get("mss_bytes", LIMITS.tcp_defaults["mss_bytes"])
+            ),
         )
 
 
@@ -373,8 +375,7 @@ def _pep_nodes(normalized: Mapping[str, Any], k: int) -> list[tuple[str, int]]:
     mode = pep_mode(normalized)
     if mode == "none":
         return []
-    segs = segments(normalized)
-    sat = satellite_index([s.name for s in segs], [int(s.forward["delay_ns"]) for s in segs])
+    sat = path_info(normalized).satellite_segment
     nodes = [("pep1", sat)]
     if mode == "distributed":
         nodes.append(("pep2", sat + 1))

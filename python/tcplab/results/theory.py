@@ -159,7 +159,7 @@ def flow_bounds(normalized: dict[str, Any], flow_id: int) -> FlowBounds:
     """
     flow = normalized["flows"][flow_id]
     access = flow["access"] or normalized["access"]
-    rtt_s = base_rtt_ns(normalized, int(access["delay_ns"])) / 1e9
+    rtt_s = base_rtt_ns(normalized, flow_id) / 1e9
     forwards = [segment.forward for segment in segments(normalized)]
     tcp = flow["tcp"]
     mss_bytes = int(tcp["mss_bytes"])

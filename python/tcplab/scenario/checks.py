@@ -27,9 +27,9 @@ from .normalize import (
     pep_tcp,
     queue_json,
     scenario_base_rtt_ns,
+    scenario_path_info,
 )
 from .tcp_profile import check_tcp_conflicts
-from .topology import satellite_index
 
 
 def check_scenario(scenario: Scenario, catalogue: Sequence[CcaInfo]) -> None:
@@ -72,7 +72,7 @@ def check_scenario(scenario: Scenario, catalogue: Sequence[CcaInfo]) -> None:
             "flows", f"{total_flows} flows", "too many flows", f"at most {LIMITS.max_flows}"
         )
     if scenario.path is not None:
-        _check_path(scenario.path)
+        _check_path(scenario, scenario.path)
     rtt_ns = scenario_base_rtt_ns(scenario)
     for prefix, _, link in scenario.links():
         for forward in (True, False):
@@ -81,7 +81,7 @@ def check_scenario(scenario: Scenario, catalogue: Sequence[CcaInfo]) -> None:
         _check_flow(f"flows[{index}]", flow, scenario, catalogue)
 
 
-def _check_path(path: PathSpec) -> None:
+def _check_path(scenario: Scenario, path: PathSpec) -> None:
     """Segment count and names, and room for the PEPs around the satellite segment."""
     segments = path.segments
     if not segments or len(segments) > LIMITS.max_segments:
@@ -104,7 +104,7 @@ def _check_path(path: PathSpec) -> None:
     if path.pep == "none":
         return
     names = [segment.name for segment in segments]
-    sat = satellite_index(names, [segment.delay_ns for segment in segments])
+    sat = scenario_path_info(scenario).satellite_segment
     where = f'the satellite segment "{names[sat]}" (path.segments[{sat}])'
     allowed = 'pep = "none", or more [[path.segments]]'
     needed = 2 if path.pep == "gateway" else 3

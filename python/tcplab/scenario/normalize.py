@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any, Final
 
@@ -32,25 +32,27 @@ from .model import (
     Scenario,
 )
 from .tcp_profile import TcpOptions, resolve_tcp
+from .topology import PathInfo, path_info_of
 from .traces import MAHIMAHI_BYTES_PER_OPPORTUNITY
 
 #: Wire size of a full data packet used to turn a BDP into packets (interface.md): the MTU.
 _NS_PER_S: Final = 10**9
 
 
-def base_rtt_ns(link: LinkSpec | Sequence[LinkSpec], access_delay_ns: int) -> int:
-    """Round-trip propagation delay: forward + return delay of every link on the path, plus
-    the access link twice in each direction (sender side and receiver side). GEO example:
-    250 ms + 250 ms + 4 x 0.1 ms = 500.4 ms."""
-    links = [link] if isinstance(link, LinkSpec) else link
-    total_ns = sum(lk.direction(True).delay_ns + lk.direction(False).delay_ns for lk in links)
-    return total_ns + 4 * access_delay_ns
+def scenario_path_info(scenario: Scenario) -> PathInfo:
+    """What the core makes of the scenario's path (`topology.PathInfo`), before it is
+    normalized: the base RTT of the default path sizes every `"<k>bdp"` queue (a queue is
+    shared by all flows, so it cannot follow each flow's own RTT)."""
+    links = []
+    for _, name, link in scenario.links():
+        forward, reverse = link.direction(True), link.direction(False)
+        links.append((name, forward.rate_bps, forward.delay_ns, reverse.rate_bps, reverse.delay_ns))
+    return path_info_of(links, scenario.access.delay_ns)
 
 
 def scenario_base_rtt_ns(scenario: Scenario) -> int:
-    """The base RTT that sizes every `"<k>bdp"` queue of the scenario (the default path: the
-    top-level access link, since a queue is shared by all flows)."""
-    return base_rtt_ns([link for _, _, link in scenario.links()], scenario.access.delay_ns)
+    """The base RTT that sizes every `"<k>bdp"` queue of the scenario."""
+    return scenario_path_info(scenario).base_rtt_ns
 
 
 def queue_json(spec: QueueSpec, rate_bps: int, rtt_ns: int) -> dict[str, Any]:

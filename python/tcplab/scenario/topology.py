@@ -7,8 +7,13 @@ form the scenario had.
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, NamedTuple
+
+from .. import _core
 
 
 class Segment(NamedTuple):
@@ -37,27 +42,88 @@ def pep_mode(normalized: Mapping[str, Any]) -> str:
     return str(path.get("pep", "none")) if isinstance(path, Mapping) else "none"
 
 
-def satellite_index(names: Sequence[str], forward_delays_ns: Sequence[int]) -> int:
-    """The satellite segment: the one named `satellite`, else the one with the largest
-    forward delay (the first of equals), as the core picks it."""
-    if "satellite" in names:
-        return list(names).index("satellite")
-    best = 0
-    for index, delay_ns in enumerate(forward_delays_ns):
-        if delay_ns > forward_delays_ns[best]:
-            best = index
-    return best
+@dataclass(frozen=True)
+class PathInfo:
+    """What the core makes of a path (`_core.path_json`): the base (propagation) RTT of the
+    default path (top-level access links) and of each flow's, and which segment is the
+    bottleneck (lowest forward rate) and which the satellite (named `satellite`, else the
+    longest forward delay: where PEPs sit). Nothing here decides it again."""
+
+    base_rtt_ns: int
+    flow_base_rtt_ns: tuple[int, ...]
+    bottleneck_segment: int
+    satellite_segment: int
+    segments: tuple[str, ...]
+
+
+SegmentLink = tuple[str, int, int, int, int]
+"""(name, forward rate_bps, forward delay_ns, reverse rate_bps, reverse delay_ns)"""
+
+
+def path_info_of(
+    links: Sequence[SegmentLink],
+    access_delay_ns: int,
+    flow_access_delays_ns: Sequence[int | None] = (),
+) -> PathInfo:
+    """`PathInfo` of a path given by its segments and access delays (a flow's `None`: the
+    top-level access link), for code that has no normalized scenario yet."""
+    skeleton = {
+        "duration_ns": 1,
+        "access": {"rate_bps": 1, "delay_ns": access_delay_ns},
+        "path": {
+            "segments": [
+                {
+                    "name": name,
+                    "forward": {"rate_bps": f_rate, "delay_ns": f_delay, "queue": {}},
+                    "reverse": {"rate_bps": r_rate, "delay_ns": r_delay, "queue": {}},
+                }
+                for name, f_rate, f_delay, r_rate, r_delay in links
+            ]
+        },
+        "flows": [
+            {
+                "cca": "",
+                "app": {"kind": "bulk"},
+                "access": None if delay is None else {"rate_bps": 1, "delay_ns": delay},
+            }
+            for delay in flow_access_delays_ns
+        ],
+    }
+    return _path_info(json.dumps(skeleton))
+
+
+@functools.lru_cache(maxsize=256)
+def _path_info(text: str) -> PathInfo:
+    info = json.loads(_core.path_json(text))
+    return PathInfo(
+        base_rtt_ns=int(info["base_rtt_ns"]),
+        flow_base_rtt_ns=tuple(int(v) for v in info["flow_base_rtt_ns"]),
+        bottleneck_segment=int(info["bottleneck_segment"]),
+        satellite_segment=int(info["satellite_segment"]),
+        segments=tuple(info["segments"]),
+    )
+
+
+def path_info(normalized: Mapping[str, Any]) -> PathInfo:
+    """`PathInfo` of a normalized scenario."""
+    links = [
+        (
+            s.name,
+            int(s.forward["rate_bps"]),
+            int(s.forward["delay_ns"]),
+            int(s.reverse["rate_bps"]),
+            int(s.reverse["delay_ns"]),
+        )
+        for s in segments(normalized)
+    ]
+    flows = normalized.get("flows", [])
+    accesses = [None if not f.get("access") else int(f["access"]["delay_ns"]) for f in flows]
+    return path_info_of(links, int(normalized["access"]["delay_ns"]), accesses)
 
 
 def bottleneck_index(normalized: Mapping[str, Any]) -> int:
-    """The segment whose forward rate is lowest (the first of equals): the link summaries
-    call it "the bottleneck". 0 for a dumbbell."""
-    segs = segments(normalized)
-    best = 0
-    for index, segment in enumerate(segs):
-        if segment.forward["rate_bps"] < segs[best].forward["rate_bps"]:
-            best = index
-    return best
+    """The segment the link summaries call "the bottleneck" (0 for a dumbbell)."""
+    return path_info(normalized).bottleneck_segment if segments(normalized) else 0
 
 
 def bottleneck_link_names(normalized: Mapping[str, Any]) -> tuple[str, str]:
@@ -67,16 +133,11 @@ def bottleneck_link_names(normalized: Mapping[str, Any]) -> tuple[str, str]:
     return f"{name}.forward", f"{name}.reverse"
 
 
-def base_rtt_ns(normalized: Mapping[str, Any], access_delay_ns: int | None = None) -> int:
-    """Round-trip propagation delay: every segment's forward and reverse delay plus the access
-    link twice in each direction (sender side and receiver side). `access_delay_ns` defaults
-    to the scenario's top-level access link."""
-    if access_delay_ns is None:
-        access_delay_ns = int(normalized["access"]["delay_ns"])
-    total = sum(
-        int(s.forward["delay_ns"]) + int(s.reverse["delay_ns"]) for s in segments(normalized)
-    )
-    return total + 4 * access_delay_ns
+def base_rtt_ns(normalized: Mapping[str, Any], flow_id: int | None = None) -> int:
+    """Round-trip propagation delay of the default path (top-level access links), or of
+    flow `flow_id` with its own access links."""
+    info = path_info(normalized)
+    return info.base_rtt_ns if flow_id is None else info.flow_base_rtt_ns[flow_id]
 
 
 def direction(normalized: Mapping[str, Any], link_name: str) -> Mapping[str, Any]:

@@ -22,6 +22,7 @@ from typing import Any, Final
 
 from .. import __version__, _core
 from ..errors import ScenarioError
+from ..limits import LIMITS
 from ..results.parse import RunResult
 from ..results.provenance import git_commit
 from ..runner import run_scenario
@@ -32,7 +33,7 @@ from .demo import builtin_scenario
 NS3_GEO4_WALL_S: Final = (12.0, 20.0)  # for 600 s simulated
 NS3_GEO50_DELIVERED_PKTS_PER_S: Final = 360.0
 NS3_SIMULATED_S: Final = 600.0
-MSS_BYTES: Final = 1448
+MSS_BYTES: Final[int] = LIMITS.tcp_defaults["mss_bytes"]
 
 #: Overrides of the built-in GEO scenario (cubic, 250 ms one way, 2bdp queue, seed 1).
 BENCHMARKS: Final[dict[str, list[tuple[str, Any]]]] = {

@@ -9,16 +9,17 @@ window per RTT. The same cases are asserted (±25 %, ±3 %) by `crates/core/test
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import Any, Final
 
 from rich.console import Console
 from rich.table import Table
 
-from ..results.theory import mathis_bps, padhye_bps
+from ..limits import LIMITS
+from ..results.theory import LINUX_RTO_MIN_S, mathis_bps, padhye_bps
 from ..runner import run
 
 ACCESS_DELAY_S = 0.0001
-MSS_BYTES = 1448
+MSS_BYTES: Final[int] = LIMITS.tcp_defaults["mss_bytes"]
 
 
 def _scenario(rtt_s: float, per: float, duration_s: int, rwnd: int | None = None) -> dict[str, Any]:
@@ -55,7 +56,7 @@ def main() -> None:
             if model == "Mathis":
                 want = mathis_bps(MSS_BYTES, rtt_s, per)
             else:
-                want = padhye_bps(MSS_BYTES, rtt_s, per, rto_s=rtt_s + 0.2, b=1)
+                want = padhye_bps(MSS_BYTES, rtt_s, per, rto_s=rtt_s + LINUX_RTO_MIN_S, b=1)
             table.add_row(
                 f"reno {dur}s",
                 f"{rtt_s * 1e3:.0f}",
