@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SCENARIOS, require_core_features, run_cli
+from conftest import SCENARIOS, require_real_core, run_cli
 from tcplab import ScenarioError, load_scenario
 from tcplab.errors import Problem
 from tcplab.results.theory import flow_bounds
@@ -438,7 +438,7 @@ def test_relative_trace_is_relative_to_the_scenario_file(tmp_path: Path) -> None
     assert json.loads(proc.stdout)["bottleneck"]["forward"]["rate_trace"][0][1] == 7_000_000
 
 
-# --- runs on the core (skip until it implements the features) --------------------------------
+# --- runs on the core ------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -454,7 +454,7 @@ def test_relative_trace_is_relative_to_the_scenario_file(tmp_path: Path) -> None
 def test_link_model_scenarios_run_for_5s(
     name: str, features: list[str], write_toml: Callable[[str], Path]
 ) -> None:
-    require_core_features(*features)
+    require_real_core()
     proc = run_cli("run", str(SCENARIOS / name), "--duration", "5s", "--json")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
@@ -463,7 +463,7 @@ def test_link_model_scenarios_run_for_5s(
 
 
 def test_outage_drops_packets() -> None:
-    require_core_features("outages")
+    require_real_core()
     proc = run_cli("run", str(SCENARIOS / "outage.toml"), "--duration", "40s", "--json")
     assert proc.returncode == 0, proc.stderr
     link_out = json.loads(proc.stdout)["links"][0]

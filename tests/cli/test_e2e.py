@@ -14,10 +14,10 @@ from typing import Any
 import pandas as pd  # type: ignore[import-untyped]
 import pytest
 import tcplab
-from conftest import SCENARIOS, features_of, require_core_features, require_real_core, run_cli
+from conftest import SCENARIOS, require_real_core, run_cli
 from tcplab import _core
 from tcplab.scenario.load import load_scenario, raw_scenario
-from tcplab.scenario.normalize import normalize, normalized_json
+from tcplab.scenario.normalize import normalized_json
 from tcplab.units import format_duration_ns
 
 SHORT_TOML = """\
@@ -197,8 +197,6 @@ def test_count_expansion_and_fairness(write_toml: Callable[[str], Path], cca: st
 @pytest.mark.parametrize("path", sorted(SCENARIOS.glob("*.toml")), ids=lambda p: p.name)
 def test_shipped_scenarios_run(path: Path) -> None:
     scenario = load_scenario(path)
-    # skips (naming the feature) the scenarios that need what the core does not have yet
-    require_core_features(*features_of(normalize(scenario)))
     # keep it short, but long enough for every flow to start (two-flows starts one at 30 s)
     short_ns = min(scenario.duration_ns, max(f.start_ns for f in scenario.flows) + 2 * 10**9)
     result = tcplab.run(scenario, duration=format_duration_ns(short_ns))

@@ -1,5 +1,6 @@
 """`python -m tcplab.tools.bench` (`make bench`): wall-clock speed on the two GEO benchmarks, a
-GEO path through a distributed split-TCP PEP, and the throughput of a parallel sweep.
+GEO path through a distributed split-TCP PEP, the throughput of a parallel sweep, and how
+long `tcplab --version`, `--help` and `run --help` take to start.
 
 Each scenario runs `--repeat` times one after the other (never in parallel, so runs do not
 compete for cores); the best wall time is reported, as is usual for benchmarks, because noise
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import sys
@@ -170,6 +172,49 @@ def run_sweep_benchmark(duration: str | None) -> SweepBench:
     )
 
 
+@dataclass(frozen=True)
+class StartupBench:
+    """Best wall time of a command in a fresh interpreter, and of the bare interpreter with
+    pydantic imported (what any command that reads a scenario needs anyway)."""
+
+    command: str
+    best_s: float
+    baseline_s: float
+
+    @property
+    def above_baseline_s(self) -> float:
+        return self.best_s - self.baseline_s
+
+
+#: the commands whose start-up is measured: they must stay quick (STYLE: heavy imports lazy)
+STARTUP_COMMANDS: Final = (("--version",), ("--help",), ("run", "--help"))
+
+
+def _best_wall_s(argv: Sequence[str], repeat: int) -> float:
+    import subprocess
+    import time
+
+    best = math.inf
+    for _ in range(repeat):
+        start = time.perf_counter()
+        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def run_startup_benchmark(repeat: int = 10) -> list[StartupBench]:
+    """`tcplab COMMAND` start-up against `python -c "import pydantic"`, best of `repeat`."""
+    baseline = _best_wall_s([sys.executable, "-c", "import pydantic"], repeat)
+    return [
+        StartupBench(
+            " ".join(("tcplab", *command)),
+            _best_wall_s([sys.executable, "-m", "tcplab", *command], repeat),
+            baseline,
+        )
+        for command in STARTUP_COMMANDS
+    ]
+
+
 def _print(rows: Sequence[BenchRow]) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -206,6 +251,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     _print(rows)
+    startup = run_startup_benchmark()
+    for row in startup:
+        print(
+            f"start-up {row.command}: {row.best_s:.3f} s, {row.above_baseline_s:+.3f} s against "
+            f"the interpreter with pydantic ({row.baseline_s:.3f} s); best of 10"
+        )
     sweep = None if args.no_sweep else run_sweep_benchmark(args.duration)
     if sweep is not None:
         print(
@@ -226,6 +277,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "repeat": args.repeat,
         "benchmarks": [asdict(row) for row in rows],
         "sweep": None if sweep is None else asdict(sweep),
+        "startup": [{**asdict(row), "above_baseline_s": row.above_baseline_s} for row in startup],
     }
     (out_dir / "bench.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {out_dir / 'bench.json'}")
