@@ -21,6 +21,22 @@ SCENARIOS = REPO / "scenarios"
 REALSTACK_FIXTURES = REPO / "tests" / "data" / "realstack"
 STUB_MESSAGE = "core not built yet"
 
+#: The columns of the series schema, written out here rather than taken from the code, so a
+#: change of the schema shows in a test.
+SERIES_COLUMNS = [
+    "t_s",
+    "flow_id",
+    "kind",
+    "cca",
+    "goodput_bps",
+    "throughput_bps",
+    "rtt_ms",
+    "cwnd_bytes",
+    "retransmits",
+    "bottleneck_queue_pkts",
+    "bottleneck_utilization",
+]
+
 #: A valid scenario (the GEO demo path); tests derive broken variants by replacing one line.
 GEO_TOML = """\
 name = "geo-sat"

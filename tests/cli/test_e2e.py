@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd  # type: ignore[import-untyped]
 import pytest
 import tcplab
-from conftest import SCENARIOS, require_real_core, run_cli
+from conftest import SCENARIOS, SERIES_COLUMNS, require_real_core, run_cli
 from tcplab import _core
 from tcplab.scenario.load import load_scenario, raw_scenario
 from tcplab.scenario.normalize import normalized_json
@@ -137,19 +137,7 @@ def test_cli_series_file(short: Path, tmp_path: Path, suffix: str) -> None:
     assert proc.returncode == 0, proc.stderr
     # the CSV file starts with its provenance in "#" lines
     frame = pd.read_parquet(target) if suffix == ".parquet" else pd.read_csv(target, comment="#")
-    assert list(frame.columns) == [
-        "t_s",
-        "flow_id",
-        "kind",
-        "cca",
-        "goodput_bps",
-        "throughput_bps",
-        "rtt_ms",
-        "cwnd_bytes",
-        "retransmits",
-        "bottleneck_queue_pkts",
-        "bottleneck_utilization",
-    ]
+    assert list(frame.columns) == SERIES_COLUMNS
     assert len(frame) == 10  # 10 one-second intervals x 1 flow
     assert list(frame["t_s"]) == [float(k) for k in range(1, 11)]
     total_bytes = json.loads(proc.stdout)["flows"][0]["bytes_delivered"]

@@ -14,7 +14,7 @@ import duckdb
 import pytest
 from conftest import SCENARIOS, store_run
 from tcplab import _core, cli, load_scenario
-from tcplab.results.parse import ResultFormatError, RunResult
+from tcplab.results.parse import RTT_KEYS, ResultFormatError, RunResult
 from tcplab.scenario.normalize import normalize
 from tcplab.study.store import SCHEMA_VERSION, Store, StoreError
 
@@ -32,6 +32,7 @@ def _rtt(mean_ms: float, p95_ms: float) -> dict[str, Any]:
         "p50_ns": mean_ms * 1e6,
         "p95_ns": p95_ms * 1e6,
         "max_ns": p95_ms * 1e6 + 1e7,
+        "srtt_time_mean_ns": mean_ms * 1e6,
     }
 
 
@@ -49,6 +50,8 @@ def _link(name: str, rate_bps: int, **extra: Any) -> dict[str, Any]:
         "queue_max_pkts": 9,
         "queue_mean_bytes": 4500.0,
         "queue_max_bytes": 13_500,
+        "outage_drops": 0,
+        "aqm_drops": 0,
         **extra,
     }
 
@@ -75,6 +78,9 @@ TCP_FLOW: dict[str, Any] = {
     "spurious_undos": 0,
     "final_cwnd_bytes": 144_800,
     "final_ssthresh_bytes": 100_000,
+    "tlp_probes": 2,
+    "dup_bytes_received": 0,
+    "acks_sent": 1700,
     "legs": [
         {
             "from": "server",
@@ -84,6 +90,7 @@ TCP_FLOW: dict[str, Any] = {
             "retransmits": 0,
             "rtt": _rtt(20.4, 22.0),
             "bytes_delivered": 5_000_000,
+            "rto_count": 0,
             "sender_done_ns": 9_000_000_000,
             "closed_ns": 13_628_000_000,
         },
@@ -95,8 +102,22 @@ TCP_FLOW: dict[str, Any] = {
             "retransmits": 12,
             "rtt": _rtt(530.0, 610.0),
             "bytes_delivered": 5_000_000,
+            "rto_count": 1,
+            "sender_done_ns": None,
+            "closed_ns": None,
         },
-        {"from": "pep2", "to": "client"},  # everything but the end points is optional
+        {  # a leg the real stack could not observe: its figures are null
+            "from": "pep2",
+            "to": "client",
+            "cca": None,
+            "goodput_bps": None,
+            "retransmits": None,
+            "rtt": {**dict.fromkeys(RTT_KEYS), "count": 0},
+            "bytes_delivered": None,
+            "rto_count": None,
+            "sender_done_ns": None,
+            "closed_ns": None,
+        },
     ],
     "pep_buffer": [
         {"node": "pep1", "mean_bytes": 524_288.0, "max_bytes": 2_097_152, "limit_bytes": 4_194_304},
@@ -108,7 +129,25 @@ CBR_FLOW: dict[str, Any] = {
     "id": 1,
     "kind": "cbr",
     "app": "cbr",
+    "cca": "",
     "start_ns": 0,
+    "bytes_sent": 1_875_000,
+    "segments_sent": 1250,
+    "retransmits": 0,
+    "throughput_bps": 250_000.0,
+    "active_ns": 60_000_000_000,
+    "completion_ns": None,
+    "server_done_ns": None,
+    "closed_ns": None,
+    "rtt": {**dict.fromkeys(RTT_KEYS), "count": 0},
+    "rto_count": 0,
+    "fast_recoveries": 0,
+    "spurious_undos": 0,
+    "final_cwnd_bytes": 0,
+    "final_ssthresh_bytes": 0,
+    "tlp_probes": 0,
+    "dup_bytes_received": 0,
+    "acks_sent": 0,
     "packets_sent": 1250,
     "packets_received": 1200,
     "loss_ratio": 0.04,
@@ -119,10 +158,10 @@ CBR_FLOW: dict[str, Any] = {
         "p50_ns": 285_000_000,
         "p95_ns": 330_000_000,
         "max_ns": 400_000_000,
+        "srtt_time_mean_ns": None,
     },
     "goodput_bps": 240_000.0,
     "bytes_delivered": 1_800_000,  # 240 kbit/s for the whole 60 s run
-    "jitter_ns": 1_500_000,  # not in the interface: passed through to --json
 }
 
 LINKS = [
@@ -140,6 +179,7 @@ RESULT: dict[str, Any] = {
     "duration_ns": 60_000_000_000,
     "events": 10_000,
     "core_version": "0.2.0",
+    "model_version": 2,
     "flows": [TCP_FLOW, CBR_FLOW],
     "links": LINKS,
     "series": {
@@ -154,8 +194,15 @@ RESULT: dict[str, Any] = {
                 "cwnd_bytes": [100_000, 144_800],
                 "retransmits": [12, 0],
             },
-            # a UDP flow: no RTT, cwnd or retransmission series
-            {"id": 1, "goodput_bps": [240_000.0, 240_000.0]},
+            # a UDP flow: no RTT, cwnd or retransmission
+            {
+                "id": 1,
+                "goodput_bps": [240_000.0, 240_000.0],
+                "throughput_bps": [250_000.0, 250_000.0],
+                "rtt_mean_ns": [None, None],
+                "cwnd_bytes": [0, 0],
+                "retransmits": [0, 0],
+            },
         ],
         "bottleneck_queue_pkts": [1.0, 2.0],
         "bottleneck_utilization": [0.4, 0.6],
@@ -198,7 +245,7 @@ def test_parse_cbr_legs_and_pep_buffer() -> None:
     ]
     sat = run.link("satellite.forward")
     assert (sat.outage_drops, sat.aqm_drops) == (7, 0)
-    assert run.link("internet.forward").outage_drops is None  # not reported
+    assert run.link("internet.forward").outage_drops == 0
     assert run.series.flows[1].cwnd_bytes == (0, 0)
     assert run.series.flows[1].rtt_mean_ns == (None, None)
 
@@ -238,15 +285,14 @@ def test_leg_without_end_point_is_a_format_error() -> None:
         make(broken)
 
 
-def test_cbr_loss_ratio_is_derived_when_missing() -> None:
-    result = copy.deepcopy(RESULT)
-    del result["flows"][1]["loss_ratio"]
-    flow = make(result).flows[1]
-    assert flow.cbr is not None
-    assert flow.cbr.loss_ratio == pytest.approx(50 / 1250)  # (1250 - 1200) / 1250 = 0.04
+def test_cbr_flow_without_loss_ratio_is_a_format_error() -> None:
+    broken = copy.deepcopy(RESULT)
+    del broken["flows"][1]["loss_ratio"]
+    with pytest.raises(ResultFormatError, match="flow 1 has no 'loss_ratio'"):
+        make(broken)
 
 
-def test_tcp_series_still_need_every_column() -> None:
+def test_series_need_every_column() -> None:
     broken = copy.deepcopy(RESULT)
     del broken["series"]["flows"][0]["cwnd_bytes"]
     with pytest.raises(ResultFormatError, match="series flow has no 'cwnd_bytes'"):
@@ -287,7 +333,9 @@ def test_to_json_dict() -> None:
         "owd_p50_ms": 285.0,
         "owd_p95_ms": 330.0,
         "owd_max_ms": 400.0,
-        "jitter_ns": 1_500_000,
+        "tlp_probes": 0,
+        "dup_bytes_received": 0,
+        "acks_sent": 0,
     }
     # bytes of the TCP flows over the run's 60 s: 5,000,000 x 8 / 60 = 666,666.67 bit/s (the
     # flow's own 3 Mbit/s is over its 13.3 s download)
@@ -297,7 +345,7 @@ def test_to_json_dict() -> None:
     assert out["bottleneck"]["outage_drops"] == 7 and out["bottleneck"]["aqm_drops"] == 0
     links = {link["name"]: link for link in out["links"]}
     assert links["satellite.reverse"]["outage_drops"] == 3
-    assert "outage_drops" not in links["internet.forward"]  # not reported: not invented
+    assert links["internet.forward"]["outage_drops"] == 0
     json.dumps(out, allow_nan=False)
 
 
@@ -429,7 +477,7 @@ def test_new_database_stores_cbr_and_pep_data(tmp_path: Path) -> None:
     assert list(legs["closed_s"].iloc[:1]) == [13.628] and legs["closed_s"].isna().iloc[1:].all()
     assert (flows["server_done_s"].iloc[0], flows["closed_s"].iloc[0]) == (9.0, 13.343)
     assert legs["rtt_mean_ms"].iloc[1] == 530.0
-    assert ("satellite.forward", 7) in links and ("internet.forward", None) in links
+    assert ("satellite.forward", 7) in links and ("internet.forward", 0) in links
     assert buffers == [("pep1", 2_097_152), ("pep2", 65_536)]
 
 
@@ -491,7 +539,7 @@ def test_cbr_loss_of_a_run_weights_each_flow_by_datagrams_sent(tmp_path: Path) -
     second.update(id=2, packets_sent=3000, packets_received=2900, loss_ratio=0.02)
     result["flows"][1].update(packets_sent=1000, packets_received=880, loss_ratio=0.1)
     result["flows"].append(second)
-    result["series"]["flows"].append({"id": 2, "goodput_bps": [1.0, 1.0]})
+    result["series"]["flows"].append({**RESULT["series"]["flows"][1], "id": 2})
     scen = scenario()
     scen["flows"].append(copy.deepcopy(scen["flows"][1]))
     run = RunResult.from_json(json.dumps(result), wall_s=0.1, scenario=scen)

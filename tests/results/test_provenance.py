@@ -39,20 +39,7 @@ app = "cbr"
 rate = "500kbps"
 """
 
-#: The columns of the series schema, written out here rather than taken from the code.
-EXPECTED_COLUMNS = [
-    "t_s",
-    "flow_id",
-    "kind",
-    "cca",
-    "goodput_bps",
-    "throughput_bps",
-    "rtt_ms",
-    "cwnd_bytes",
-    "retransmits",
-    "bottleneck_queue_pkts",
-    "bottleneck_utilization",
-]
+EXPECTED_COLUMNS = list(SERIES_COLUMNS)
 PROVENANCE_KEYS = {
     "tcplab_version",
     "core_version",

@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd  # type: ignore[import-untyped]
 import pytest
+from conftest import SERIES_COLUMNS
 from tcplab import ScenarioError, load_scenario
 from tcplab.results.metrics import jain_index
 from tcplab.results.parse import ResultFormatError, RunResult
@@ -39,13 +40,19 @@ def _flow(flow_id: int, cca: str, goodput_bps: float) -> dict[str, Any]:
             "p50_ns": 510_000_000,
             "p95_ns": 650_000_000,
             "max_ns": 700_000_000,
+            "srtt_time_mean_ns": 515_000_000.0,
         },
         "rto_count": 0,
         "fast_recoveries": 1,
         "spurious_undos": 0,
         "final_cwnd_bytes": 14480,
         "final_ssthresh_bytes": None,
-        "tlp_probes": 4,  # not in the interface: passed through to --json
+        "kind": "tcp",
+        "server_done_ns": None,
+        "closed_ns": None,
+        "tlp_probes": 4,  # counters passed through to --json as they are
+        "dup_bytes_received": 0,
+        "acks_sent": 50,
     }
 
 
@@ -63,7 +70,8 @@ def _link(name: str, ecn_marks: int = 0) -> dict[str, Any]:
         "queue_max_pkts": 40,
         "queue_mean_bytes": 18_000.0,
         "queue_max_bytes": 60_000,
-        "sojourn_max_ns": 9_000_000,  # not in the interface: passed through to --json
+        "outage_drops": 0,
+        "aqm_drops": 0,
     }
 
 
@@ -85,6 +93,7 @@ RESULT: dict[str, Any] = {
     "duration_ns": 3_000_000_000,
     "events": 123_456,
     "core_version": "0.1.0",
+    "model_version": 2,
     "flows": [_flow(0, "reno", 3e6), _flow(1, "cubic", 1e6)],
     "links": [_link("bottleneck.forward", ecn_marks=17), _link("bottleneck.reverse")],
     "series": {
@@ -127,7 +136,7 @@ def test_parse_result() -> None:
     assert run.flows[0].final_ssthresh_bytes is None
     assert run.bottleneck.error_drops == 3
     assert run.bottleneck.ecn_marks == 17
-    assert run.bottleneck.extra == {"sojourn_max_ns": 9_000_000}
+    assert run.bottleneck.extra == {}
     assert run.link("bottleneck.reverse").queue_max_pkts == 40
     assert run.link("bottleneck.reverse").ecn_marks == 0
     assert run.series.flows[1].rtt_mean_ns[1] is None
@@ -168,7 +177,8 @@ def test_to_json_dict() -> None:
         "ecn_marks": 17,
         "queue_mean_pkts": 12.5,
         "queue_max_pkts": 40,
-        "sojourn_max_ns": 9_000_000,
+        "outage_drops": 0,
+        "aqm_drops": 0,
     }
     forward, reverse = out["links"]
     assert (forward["name"], forward["ecn_marks"], reverse["ecn_marks"]) == (
@@ -176,25 +186,13 @@ def test_to_json_dict() -> None:
         17,
         0,
     )
-    assert forward["sojourn_max_ns"] == 9_000_000 and "extra" not in forward
+    assert "extra" not in forward
     json.dumps(out, allow_nan=False)  # strict JSON: no NaN or Infinity anywhere
 
 
 def test_series_frame_long_format() -> None:
     frame = make().series_frame()
-    assert list(frame.columns) == [
-        "t_s",
-        "flow_id",
-        "kind",
-        "cca",
-        "goodput_bps",
-        "throughput_bps",
-        "rtt_ms",
-        "cwnd_bytes",
-        "retransmits",
-        "bottleneck_queue_pkts",
-        "bottleneck_utilization",
-    ]
+    assert list(frame.columns) == SERIES_COLUMNS
     assert len(frame) == 6  # 3 intervals x 2 flows
     assert list(frame["t_s"]) == [1.0, 1.0, 2.0, 2.0, 3.0, 3.0]
     assert list(frame["flow_id"]) == [0, 1, 0, 1, 0, 1]
@@ -232,6 +230,13 @@ def test_link_without_ecn_marks_is_a_format_error() -> None:
     broken = copy.deepcopy(RESULT)
     del broken["links"][0]["ecn_marks"]
     with pytest.raises(ResultFormatError, match=r"link bottleneck\.forward has no 'ecn_marks'"):
+        make(broken)
+
+
+def test_an_unknown_key_is_a_format_error() -> None:
+    broken = copy.deepcopy(RESULT)
+    broken["links"][0]["sojourn_max_ns"] = 9_000_000
+    with pytest.raises(ResultFormatError, match="unknown field 'sojourn_max_ns'"):
         make(broken)
 
 

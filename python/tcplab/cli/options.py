@@ -61,41 +61,36 @@ def per_arg(text: str | None) -> float | None:
     return per
 
 
-def count_arg(value: str) -> int:
-    """A positive count argument (`--jobs`, `--repetitions`); argparse names the option."""
+def _ranged(text: str, convert: type[int] | type[float], low: float, high: float | None) -> Any:
+    """`text` as a number in [low, high] (no upper end: None), or argparse's usage error
+    naming what is allowed (argparse adds the option)."""
+    allowed = f"{low:g} ..= {high:g}" if high is not None else f"{low:g}, {low + 1:g}, ..."
+    kind = "an integer" if convert is int else "a number of seconds"
     try:
-        n = int(value)
+        value = convert(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{value!r}: must be an integer; allowed: 1 ..= 1024"
-        ) from None
-    if not 1 <= n <= 1024:
-        raise argparse.ArgumentTypeError(f"{n}: out of range; allowed: 1 ..= 1024")
-    return n
-
-
-def seconds_arg(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: must be a number of seconds; allowed: 0 ..= 86400"
-        ) from None
-    if not 0 <= value <= 86400:
-        raise argparse.ArgumentTypeError(f"{text}: out of range; allowed: 0 ..= 86400")
+        raise argparse.ArgumentTypeError(f"{text!r}: must be {kind}; allowed: {allowed}") from None
+    if value < low or (high is not None and value > high):
+        raise argparse.ArgumentTypeError(f"{text}: out of range; allowed: {allowed}")
     return value
 
 
+def count_arg(text: str) -> int:
+    """A positive count (`--jobs`, `--repetitions`)."""
+    count: int = _ranged(text, int, 1, 1024)
+    return count
+
+
+def seconds_arg(text: str) -> float:
+    """A wait in seconds (`--db-wait`)."""
+    seconds: float = _ranged(text, float, 0, 86400)
+    return seconds
+
+
 def revision_arg(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: must be an integer; allowed: 1, 2, ..."
-        ) from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"{n}: out of range; allowed: 1, 2, ...")
-    return n
+    """A study revision (`--revision`)."""
+    revision: int = _ranged(text, int, 1, None)
+    return revision
 
 
 def add_scenario_options(parser: argparse.ArgumentParser, *, optional: bool = False) -> None:
