@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..limits import LIMITS
-from ..results.theory import LINUX_RTO_MIN_S, mathis_bps, padhye_bps
+from ..results.theory import flow_bounds
 from ..runner import run
 
 ACCESS_DELAY_S = 0.0001
@@ -41,10 +41,10 @@ def _scenario(rtt_s: float, per: float, duration_s: int, rwnd: int | None = None
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m tcplab.tools.theory_check", description=__doc__)
     ap.add_argument("--scale", type=float, default=1.0, help="multiply the run lengths")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     table = Table(title="tcplab Reno vs theory (goodput, Mbit/s)")
     for col in ("case", "RTT ms", "p", "simulated", "model", "model value", "ratio"):
         table.add_column(col, justify="right" if col not in ("case", "model") else "left")
@@ -53,10 +53,10 @@ def main() -> None:
         for per, model in ((1e-3, "Mathis"), (1e-2, "Padhye")):
             r = run(_scenario(rtt_s, per, dur))
             got = r.flows[0].goodput_bps
-            if model == "Mathis":
-                want = mathis_bps(MSS_BYTES, rtt_s, per)
-            else:
-                want = padhye_bps(MSS_BYTES, rtt_s, per, rto_s=rtt_s + LINUX_RTO_MIN_S, b=1)
+            # the references every summary shows: RTT and loss as the core sees the path
+            bounds = flow_bounds(dict(r.scenario), 0)
+            want = bounds.mathis_bps if model == "Mathis" else bounds.padhye_bps
+            assert want is not None  # a lossy path with independent losses
             table.add_row(
                 f"reno {dur}s",
                 f"{rtt_s * 1e3:.0f}",
