@@ -400,7 +400,7 @@ PATH_ERRORS = [
     ),
     pytest.param(
         broken("initial_window = 10", "buffer = 2000"),
-        "error: flows[0].pep.buffer = 2000: smaller than two segments; allowed: at least 2 x mss "
+        "error: flows[0].pep.buffer = 2000: smaller than 2 segments; allowed: at least 2 x mss "
         "(2896 bytes)",
         id="pep buffer below two segments",
     ),

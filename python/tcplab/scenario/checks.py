@@ -261,12 +261,13 @@ def _check_pep(path: str, flow: FlowSpec, catalogue: Sequence[CcaInfo]) -> None:
             "smaller than one segment",
             f"at least mss ({tcp.mss_bytes} bytes)",
         )
-    if pep.buffer_bytes is not None and pep.buffer_bytes < 2 * tcp.mss_bytes:
+    segments = LIMITS.min_pep_buffer_segments
+    if pep.buffer_bytes is not None and pep.buffer_bytes < segments * tcp.mss_bytes:
         raise field_error(
             f"{path}.buffer",
             pep.buffer_bytes,
-            "smaller than two segments",
-            f"at least 2 x mss ({2 * tcp.mss_bytes} bytes)",
+            f"smaller than {segments} segments",
+            f"at least {segments} x mss ({segments * tcp.mss_bytes} bytes)",
         )
     if pep.cca is not None or pep.cca_params is not None:
         # the flow's own algorithm and parameters were checked with the flow
