@@ -199,8 +199,8 @@ def recording(
     return data
 
 
-def recorded_result(data: Mapping[str, Any], version: str, wall_s: float = 0.0) -> RunResult:
-    """Convert a `recording` (or a fixture of tests/data/realstack) into the result."""
+def recorded_json(data: Mapping[str, Any], version: str) -> dict[str, Any]:
+    """Convert a `recording` (or a fixture of tests/data/realstack) into the result JSON."""
     normalized = data["normalized"]
     plan = plan_topology(normalized, "0x0")
     peps = data.get("peps") or [[] for _ in plan.flows]
@@ -208,8 +208,13 @@ def recorded_result(data: Mapping[str, Any], version: str, wall_s: float = 0.0) 
         FlowRun(f, client, tuple(PepRun(p["node"], p["report"]) for p in flow_peps))
         for f, client, flow_peps in zip(plan.flows, data["clients"], peps, strict=True)
     ]
-    converted = result_json(normalized, runs, data["emu"], plan.interval_ns, version)
-    return RunResult.from_json(converted, wall_s=wall_s, scenario=normalized)
+    return result_json(normalized, runs, data["emu"], plan.interval_ns, version)
+
+
+def recorded_result(data: Mapping[str, Any], version: str, wall_s: float = 0.0) -> RunResult:
+    """Convert a `recording` (or a fixture of tests/data/realstack) into the result."""
+    converted = recorded_json(data, version)
+    return RunResult.from_json(converted, wall_s=wall_s, scenario=data["normalized"])
 
 
 def iperf_version() -> str:

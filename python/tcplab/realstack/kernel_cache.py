@@ -38,7 +38,7 @@ from typing import Any, Final
 
 from .. import __version__
 from ..errors import ScenarioError
-from ..results.parse import RunResult
+from ..results.parse import ResultFormatError, RunResult
 from .bins import find_binary
 
 SCHEMA_VERSION: Final = 1
@@ -282,12 +282,23 @@ def _stored(row: tuple[Any, ...]) -> StoredRun:
     ) = row
     key = CacheKey(str(h), int(seed), Identity(str(kernel), str(emulator), str(version)))
     data = json.loads(result)
+    raw = json.loads(zlib.decompress(recording)) if recording else {}
+    try:
+        parsed = RunResult.from_json(data, wall_s=float(wall or 0.0), scenario=json.loads(scenario))
+    except ResultFormatError:
+        if not raw:
+            raise
+        # a result stored in an older shape: its recording converts again to today's
+        from .emulate import recorded_json, recorded_result
+
+        parsed = recorded_result(raw, str(version), float(wall or 0.0))
+        data = recorded_json(raw, str(version))
     return StoredRun(
         key=key,
         created=created,
-        result=RunResult.from_json(data, wall_s=float(wall or 0.0), scenario=json.loads(scenario)),
+        result=parsed,
         result_data=data,
-        recording=json.loads(zlib.decompress(recording)) if recording else {},
+        recording=raw,
         notes=tuple(json.loads(notes) if notes else ()),
         producer=str(producer or ""),
         wall_s=float(wall or 0.0),
