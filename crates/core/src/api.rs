@@ -503,3 +503,43 @@ pub fn path_json(text: &str) -> Result<String, String> {
     });
     Ok(v.to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_json_reports_the_constants_validation_uses() {
+        let v: serde_json::Value = serde_json::from_str(&limits_json()).unwrap();
+        assert_eq!(v["max_delay_ns"], 3_600_000_000_000u64);
+        assert_eq!(v["max_duration_ns"], 30 * 86_400 * 1_000_000_000u64);
+        assert_eq!(v["mss_bytes"], serde_json::json!([64, 65_495]));
+        assert_eq!(v["tcp_defaults"]["mss_bytes"], 1448);
+        assert_eq!(v["tcp_defaults"]["stack"], "linux");
+        assert_eq!(v["default_pep_buffer_bytes"], 4 * 1024 * 1024);
+        assert_eq!(v["rto_min_ns"], 200_000_000);
+    }
+
+    #[test]
+    fn path_json_sums_delays_and_names_bottleneck_and_satellite() {
+        let dir = |rate: u64, delay: u64| serde_json::json!({"rate_bps": rate, "delay_ns": delay, "queue": {}});
+        let seg = |name: &str, rate: u64, delay: u64| serde_json::json!({"name": name, "forward": dir(rate, delay), "reverse": dir(rate, delay)});
+        let scenario = serde_json::json!({
+            "duration_ns": 1,
+            "access": {"rate_bps": 1, "delay_ns": 100},
+            "path": {"segments": [seg("internet", 100, 10), seg("geo", 10, 250), seg("lan", 5, 2)]},
+            "flows": [
+                {"cca": "", "app": {"kind": "bulk"}, "access": null},
+                {"cca": "", "app": {"kind": "bulk"}, "access": {"rate_bps": 1, "delay_ns": 1000}}
+            ]
+        });
+        let v: serde_json::Value =
+            serde_json::from_str(&path_json(&scenario.to_string()).unwrap()).unwrap();
+        // 2 x (10 + 250 + 2) + 4 x 100; the second flow's access links: 4 x 1000
+        assert_eq!(v["base_rtt_ns"], 924);
+        assert_eq!(v["flow_base_rtt_ns"], serde_json::json!([924, 4524]));
+        assert_eq!(v["bottleneck_segment"], 2); // lowest forward rate
+        assert_eq!(v["satellite_segment"], 1); // no "satellite": the longest forward delay
+        assert!(path_json("{").is_err());
+    }
+}
