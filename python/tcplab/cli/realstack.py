@@ -19,7 +19,6 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ScenarioError
@@ -237,6 +236,8 @@ def _matrix(args: argparse.Namespace) -> int:
 
         print_plan(planned, db, args.json)
         return 0
+    from dataclasses import replace
+
     options = replace(_options(args), link="emu")
 
     def progress(message: str) -> None:
