@@ -74,6 +74,21 @@ def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[
     )
 
 
+def assert_user_error(proc: subprocess.CompletedProcess[str], *fragments: str) -> str:
+    """The command failed the way user mistakes do: exit 2, nothing on stdout, one line
+    `error: ...` on stderr containing every fragment; returns that line."""
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    line = lines[0]
+    assert line.startswith("error: ")
+    for fragment in fragments:
+        assert fragment in line, line
+    return line
+
+
 def render_in_chromium(page: Path, tmp_path: Path) -> str:
     """Load an HTML report in headless Chromium; the attributes of its rendered `<body>`
     (where the reports' check script records `data-figures` and `data-errors`). Skips when

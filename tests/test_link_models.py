@@ -10,13 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SCENARIOS, require_real_core, run_cli
+from conftest import SCENARIOS, assert_user_error, require_real_core, run_cli
 from tcplab import ScenarioError, load_scenario
 from tcplab.errors import Problem
 from tcplab.results.theory import flow_bounds
 from tcplab.scenario.normalize import normalize
 from tcplab.scenario.traces import parse_delivery_trace_text, parse_rate_trace_text
-from test_cli_errors import assert_user_error
 
 
 def link(base_dir: Path | None = None, **bottleneck: Any) -> dict[str, Any]:

@@ -3,26 +3,12 @@ field, nothing on stdout, never a traceback. Runs the real CLI in a subprocess."
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import GEO_TOML, run_cli
+from conftest import GEO_TOML, assert_user_error, run_cli
 from tcplab.catalogue import ccas
-
-
-def assert_user_error(proc: subprocess.CompletedProcess[str], *fragments: str) -> str:
-    assert proc.returncode == 2, proc.stderr
-    assert "Traceback" not in proc.stderr
-    assert proc.stdout == ""
-    lines = proc.stderr.splitlines()
-    assert len(lines) == 1, proc.stderr
-    line = lines[0]
-    assert line.startswith("error: ")
-    for fragment in fragments:
-        assert fragment in line, line
-    return line
 
 
 def broken(old: str, new: str) -> str:

@@ -19,15 +19,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import render_in_chromium, run_cli
+from conftest import assert_user_error, render_in_chromium, run_cli
 from tcplab.catalogue import ccas
 from tcplab.realstack import cleanup, features, matrix
+from tcplab.realstack.convert import upgrade_result
 from tcplab.realstack.emulate import Emulation
 from tcplab.realstack.kernel_cache import Identity, KernelCache, current_identity
 from tcplab.realstack.matrix import CaseResult, KernelSide, MatrixCase, MatrixSummary
 from tcplab.realstack.matrix_report import build_html, markdown, row_cells
 from tcplab.results.parse import RunResult
-from test_cli_errors import assert_user_error
 
 KERNEL = Path(__file__).resolve().parents[1] / "data" / "kernel"
 HERE_IDENTITY = Identity("6.18-test", "tcplab-emu 0.1.0 model test", "0.1.0")
@@ -41,7 +41,9 @@ def fixture(name: str) -> dict[str, Any]:
 
 def result_of(name: str) -> RunResult:
     doc = fixture(name)
-    return RunResult.from_json(doc["result"], wall_s=36.0, scenario=doc["scenario"])
+    # recorded by an earlier converter: brought to today's shape as the kernel cache does
+    result = upgrade_result(doc["result"])
+    return RunResult.from_json(result, wall_s=36.0, scenario=doc["scenario"])
 
 
 def case_of(name: str) -> MatrixCase:
@@ -372,11 +374,13 @@ def test_a_killed_writer_leaves_its_committed_runs(tmp_path: Path) -> None:
     name = NAMES[0]
     script = (
         "import json, os, signal\n"
+        "from tcplab.realstack.convert import upgrade_result\n"
         "from tcplab.realstack.kernel_cache import CacheKey, Identity, KernelCache\n"
         "from tcplab.results.parse import RunResult\n"
         "from tcplab.study.grid import scenario_hash\n"
         f"doc = json.loads(open({str(KERNEL / (name + '-30s.json'))!r}).read())\n"
-        "result = RunResult.from_json(doc['result'], wall_s=1.0, scenario=doc['scenario'])\n"
+        "result = RunResult.from_json(upgrade_result(doc['result']), wall_s=1.0, "
+        "scenario=doc['scenario'])\n"
         f"identity = Identity(*{list(HERE_IDENTITY.to_json_dict().values())!r})\n"
         f"cache = KernelCache({str(db)!r})\n"
         "key = CacheKey(scenario_hash(doc['scenario']), 1, identity)\n"

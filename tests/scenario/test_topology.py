@@ -15,13 +15,12 @@ from typing import Any
 
 import pytest
 import tcplab
-from conftest import SCENARIOS, require_real_core, run_cli
+from conftest import SCENARIOS, assert_user_error, require_real_core, run_cli
 from tcplab import ScenarioError, load_scenario
 from tcplab.catalogue import ccas
 from tcplab.scenario.load import raw_scenario
 from tcplab.scenario.normalize import normalize
 from tcplab.study.grid import study_from_dict
-from test_cli_errors import assert_user_error
 from test_tcp_options import LINUX_TCP
 
 #: The issue's example (scenarios/pep-geo.toml) as TOML text, for error variants.

@@ -44,12 +44,13 @@ What each field means here:
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..results.parse import FLOW_COUNTERS, LINK_KEYS
+from ..results.parse import FLOW_COUNTERS, LINK_KEYS, SERIES_FLOW_KEYS
 from ..scenario.topology import bottleneck_index, segments
 from .iperf import (
     Sample,
@@ -337,3 +338,28 @@ def run_errors(runs: Sequence[FlowRun]) -> list[str]:
         for run in runs
         if (error := error_of(run.client)) is not None
     ]
+
+
+def upgrade_result(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A real-stack result JSON written by an earlier converter (a kernel cache or a
+    recording's result without its raw recording), in today's shape: the counters the kernel
+    cannot observe as 0, no model version, the core's link fields only (the emulator's timing
+    counters were once passed through), series without the flow kind. A result already in
+    today's shape comes back unchanged."""
+    out = copy.deepcopy(dict(data))
+    out.setdefault("model_version", None)
+    for flow in out.get("flows", []):
+        for key in FLOW_COUNTERS:
+            flow.setdefault(key, 0)
+        flow.setdefault("server_done_ns", None)
+        flow.setdefault("closed_ns", None)
+        flow["rtt"].setdefault("srtt_time_mean_ns", flow["rtt"].get("mean_ns"))
+        if flow.get("kind") == "cbr":
+            flow.setdefault("owd", rtt_json([]))
+    out["links"] = [{key: link.get(key) or 0 for key in LINK_KEYS} for link in out["links"]]
+    series = out.get("series", {})
+    series["flows"] = [
+        {key: value for key, value in flow.items() if key in SERIES_FLOW_KEYS}
+        for flow in series.get("flows", [])
+    ]
+    return out

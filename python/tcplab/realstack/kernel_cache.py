@@ -286,13 +286,12 @@ def _stored(row: tuple[Any, ...]) -> StoredRun:
     try:
         parsed = RunResult.from_json(data, wall_s=float(wall or 0.0), scenario=json.loads(scenario))
     except ResultFormatError:
-        if not raw:
-            raise
-        # a result stored in an older shape: its recording converts again to today's
-        from .emulate import recorded_json, recorded_result
+        # a result stored by an earlier converter: the same numbers in today's shape
+        from .convert import upgrade_result
 
-        parsed = recorded_result(raw, str(version), float(wall or 0.0))
-        data = recorded_json(raw, str(version))
+        parsed = RunResult.from_json(
+            upgrade_result(data), wall_s=float(wall or 0.0), scenario=json.loads(scenario)
+        )
     return StoredRun(
         key=key,
         created=created,
