@@ -63,7 +63,9 @@ test-rust:
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
 
 lint: build
+	$(CARGO) fmt --all -- --check
 	$(BIN)/ruff check python tests
+	$(BIN)/ruff format --check python tests
 	$(BIN)/mypy python/tcplab tests
 	$(BIN)/python -m mypy.stubtest tcplab._core
 
@@ -71,7 +73,7 @@ test-py: build system-deps
 	$(BIN)/pytest -q -rs
 
 bench: build
-	$(BIN)/python -m tcplab.bench
+	$(BIN)/python -m tcplab.tools.bench
 
 fmt:
 	$(CARGO) fmt --all

@@ -12,8 +12,8 @@ import pytest
 import tcplab
 from conftest import require_real_core, run_cli
 from tcplab import ScenarioError, load_scenario
-from tcplab.loader import raw_scenario
-from tcplab.normalize import normalize
+from tcplab.scenario.load import raw_scenario
+from tcplab.scenario.normalize import normalize
 
 
 def bottleneck_of(**bottleneck: Any) -> dict[str, Any]:

@@ -10,13 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SCENARIOS, require_core_features, run_cli
+from conftest import SCENARIOS, assert_user_error, require_real_core, run_cli
 from tcplab import ScenarioError, load_scenario
 from tcplab.errors import Problem
-from tcplab.normalize import normalize
-from tcplab.theory import flow_bounds
-from tcplab.traces import parse_delivery_trace_text, parse_rate_trace_text
-from test_cli_errors import assert_user_error
+from tcplab.results.theory import flow_bounds
+from tcplab.scenario.normalize import normalize
+from tcplab.scenario.traces import parse_delivery_trace_text, parse_rate_trace_text
 
 
 def link(base_dir: Path | None = None, **bottleneck: Any) -> dict[str, Any]:
@@ -427,20 +426,18 @@ def test_relative_trace_is_relative_to_the_scenario_file(tmp_path: Path) -> None
     path = tmp_path / "sub" / "s.toml"
     path.write_text(TRACE_TOML.format(keys='rate_trace = "r.csv"'))
     # run from another directory: the file's directory counts, not the working directory
-    proc = run_cli("validate-scenario", str(path), cwd=tmp_path)
+    proc = run_cli("check", str(path), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     forward = json.loads(proc.stdout)["bottleneck"]["forward"]
     assert forward["rate_trace"] == [[0, 5_000_000, None]]
     # a --set value is relative to the working directory
     (tmp_path / "w.csv").write_text("0,7Mbps\n")
-    proc = run_cli(
-        "validate-scenario", str(path), "--set", "bottleneck.rate_trace=w.csv", cwd=tmp_path
-    )
+    proc = run_cli("check", str(path), "--set", "bottleneck.rate_trace=w.csv", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["bottleneck"]["forward"]["rate_trace"][0][1] == 7_000_000
 
 
-# --- runs on the core (skip until it implements the features) --------------------------------
+# --- runs on the core ------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -456,7 +453,7 @@ def test_relative_trace_is_relative_to_the_scenario_file(tmp_path: Path) -> None
 def test_link_model_scenarios_run_for_5s(
     name: str, features: list[str], write_toml: Callable[[str], Path]
 ) -> None:
-    require_core_features(*features)
+    require_real_core()
     proc = run_cli("run", str(SCENARIOS / name), "--duration", "5s", "--json")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
@@ -465,7 +462,7 @@ def test_link_model_scenarios_run_for_5s(
 
 
 def test_outage_drops_packets() -> None:
-    require_core_features("outages")
+    require_real_core()
     proc = run_cli("run", str(SCENARIOS / "outage.toml"), "--duration", "40s", "--json")
     assert proc.returncode == 0, proc.stderr
     link_out = json.loads(proc.stdout)["links"][0]

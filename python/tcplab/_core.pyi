@@ -1,6 +1,13 @@
 # Type stub for the Rust extension module (crates/py). See docs/interface.md for the JSON formats.
 
-__all__ = ["ccas_json", "core_version", "model_version", "run_json"]
+__all__ = [
+    "ccas_json",
+    "core_version",
+    "limits_json",
+    "model_version",
+    "path_json",
+    "run_json",
+]
 
 def run_json(scenario_json: str) -> str:
     """Run one simulation of a normalized scenario; returns the result JSON.
@@ -16,3 +23,14 @@ def core_version() -> str:
 
 def model_version() -> int:
     """Version of the simulation model: bumped by any change that alters results."""
+
+def limits_json() -> str:
+    """The ranges and defaults a scenario is validated and filled with (the core's own
+    constants) as JSON text."""
+
+def path_json(scenario_json: str) -> str:
+    """The core's view of a normalized scenario's path as JSON text: `base_rtt_ns`,
+    `flow_base_rtt_ns`, `bottleneck_segment`, `satellite_segment`, `segments`.
+
+    Raises ValueError when the text is not a normalized scenario.
+    """

@@ -15,11 +15,11 @@ from typing import Any, TypeVar
 
 from . import _core
 from .errors import ScenarioError
-from .loader import Overrides, ScenarioSource, load_scenario, override_pairs
-from .normalize import normalize
-from .provenance import RunProvenance, git_commit, utc_now
-from .result import RunResult
-from .scenario import Scenario
+from .results.parse import RunResult
+from .results.provenance import RunProvenance, git_commit, utc_now
+from .scenario.load import Overrides, ScenarioSource, load_scenario, override_pairs
+from .scenario.model import Scenario
+from .scenario.normalize import normalize
 
 
 def run(

@@ -141,3 +141,11 @@ def format_rate_bps(value_bps: int) -> str:
         if value_bps and value_bps % scale == 0:
             return f"{value_bps // scale}{unit}"
     return f"{value_bps}bps"
+
+
+def format_size_bytes(value_bytes: int) -> str:
+    """An exact size in the largest binary unit that divides it (`2**30` → `"1GiB"`)."""
+    for unit, factor in (("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20)):
+        if value_bytes >= factor and value_bytes % factor == 0:
+            return f"{value_bytes // factor}{unit}"
+    return f"{value_bytes}B"

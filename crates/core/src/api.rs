@@ -439,3 +439,107 @@ pub fn ccas_json() -> String {
 pub fn cc_name(c: &cc::Cc) -> &'static str {
     c.name()
 }
+
+/// The ranges and defaults the Python layer validates and fills a scenario with, read from
+/// the constants the core itself uses (`limits`, `config`, `net::packet`, `tcp::rtt`), so
+/// the two languages never hold two copies of a number. Ranges are `[low, high]`, inclusive.
+pub fn limits_json() -> String {
+    use crate::config::{CodelConfig, RedConfig, TcpConfig};
+    use crate::limits::*;
+    use crate::net::packet::{BASE_HEADER_BYTES, TS_OPTION_BYTES};
+    let v = serde_json::json!({
+        "max_duration_ns": MAX_DURATION_NS,
+        "max_rate_bps": MAX_RATE_BPS,
+        "max_delay_ns": MAX_DELAY_NS,
+        "min_interval_ns": MIN_INTERVAL_NS,
+        "default_interval_ns": DEFAULT_INTERVAL_NS,
+        "max_intervals": MAX_INTERVALS,
+        "max_trace_len": MAX_TRACE_LEN,
+        "min_queue_bytes": MIN_QUEUE_BYTES,
+        "mtu_bytes": MTU_BYTES,
+        "max_segments": MAX_SEGMENTS,
+        "max_flows": MAX_FLOWS,
+        "max_seed": u64::MAX,
+        "mss_bytes": [MSS_BYTES.start(), MSS_BYTES.end()],
+        "initial_window_pkts": [INITIAL_WINDOW_PKTS.start(), INITIAL_WINDOW_PKTS.end()],
+        "max_rwnd_bytes": MAX_RWND_BYTES,
+        "no_wscale_max_rwnd_bytes": NO_WSCALE_MAX_RWND_BYTES,
+        "max_file_bytes": MAX_FILE_BYTES,
+        "cbr_packet_bytes": [CBR_PACKET_BYTES.start(), CBR_PACKET_BYTES.end()],
+        "default_pep_buffer_bytes": DEFAULT_PEP_BUFFER_BYTES,
+        "min_pep_buffer_segments": MIN_PEP_BUFFER_SEGMENTS,
+        "max_pep_buffer_bytes": MAX_PEP_BUFFER_BYTES,
+        "header_bytes": BASE_HEADER_BYTES,
+        "timestamp_option_bytes": TS_OPTION_BYTES,
+        "rto_min_ns": crate::tcp::rtt::RTO_MIN.ns(),
+        "tcp_defaults": TcpConfig::default(),
+        "red_defaults": RedConfig::default(),
+        "codel_defaults": CodelConfig::default(),
+    });
+    v.to_string()
+}
+
+/// What the core makes of a normalized scenario's path, so that no other code decides it
+/// again: the base (propagation) RTT of the default path (top-level access links: what
+/// `"<k>bdp"` queues are sized for) and of each flow, the bottleneck segment (lowest
+/// forward rate) and the satellite segment (named `satellite`, else the longest forward
+/// delay: where PEPs sit). Queue limits are not looked at, so a scenario whose `"bdp"`
+/// queues are not sized yet can ask; nothing else is validated either (sums saturate).
+pub fn path_json(text: &str) -> Result<String, String> {
+    use crate::config::{bottleneck_segment, satellite_segment};
+    let cfg: ScenarioConfig = serde_json::from_str(text).map_err(|e| format!("scenario: {e}"))?;
+    let (segs, _) = cfg.segments();
+    let flows: Vec<u64> = cfg
+        .flows
+        .iter()
+        .map(|f| cfg.base_rtt_ns(f.access.unwrap_or(cfg.access).delay_ns))
+        .collect();
+    let v = serde_json::json!({
+        "base_rtt_ns": cfg.base_rtt_ns(cfg.access.delay_ns),
+        "flow_base_rtt_ns": flows,
+        "bottleneck_segment": bottleneck_segment(&segs),
+        "satellite_segment": satellite_segment(&segs),
+        "segments": segs.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+    });
+    Ok(v.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_json_reports_the_constants_validation_uses() {
+        let v: serde_json::Value = serde_json::from_str(&limits_json()).unwrap();
+        assert_eq!(v["max_delay_ns"], 3_600_000_000_000u64);
+        assert_eq!(v["max_duration_ns"], 30 * 86_400 * 1_000_000_000u64);
+        assert_eq!(v["mss_bytes"], serde_json::json!([64, 65_495]));
+        assert_eq!(v["tcp_defaults"]["mss_bytes"], 1448);
+        assert_eq!(v["tcp_defaults"]["stack"], "linux");
+        assert_eq!(v["default_pep_buffer_bytes"], 4 * 1024 * 1024);
+        assert_eq!(v["rto_min_ns"], 200_000_000);
+    }
+
+    #[test]
+    fn path_json_sums_delays_and_names_bottleneck_and_satellite() {
+        let dir = |rate: u64, delay: u64| serde_json::json!({"rate_bps": rate, "delay_ns": delay, "queue": {}});
+        let seg = |name: &str, rate: u64, delay: u64| serde_json::json!({"name": name, "forward": dir(rate, delay), "reverse": dir(rate, delay)});
+        let scenario = serde_json::json!({
+            "duration_ns": 1,
+            "access": {"rate_bps": 1, "delay_ns": 100},
+            "path": {"segments": [seg("internet", 100, 10), seg("geo", 10, 250), seg("lan", 5, 2)]},
+            "flows": [
+                {"cca": "", "app": {"kind": "bulk"}, "access": null},
+                {"cca": "", "app": {"kind": "bulk"}, "access": {"rate_bps": 1, "delay_ns": 1000}}
+            ]
+        });
+        let v: serde_json::Value =
+            serde_json::from_str(&path_json(&scenario.to_string()).unwrap()).unwrap();
+        // 2 x (10 + 250 + 2) + 4 x 100; the second flow's access links: 4 x 1000
+        assert_eq!(v["base_rtt_ns"], 924);
+        assert_eq!(v["flow_base_rtt_ns"], serde_json::json!([924, 4524]));
+        assert_eq!(v["bottleneck_segment"], 2); // lowest forward rate
+        assert_eq!(v["satellite_segment"], 1); // no "satellite": the longest forward delay
+        assert!(path_json("{").is_err());
+    }
+}

@@ -3,7 +3,13 @@
 //! Python turns the user's TOML into this form (integer ns, bps, bytes). The core checks it
 //! again, because it is also reachable from the `tcplab-sim` binary and must never panic on
 //! input: every problem becomes a one-line `ConfigError` naming the field.
-use serde::Deserialize;
+use crate::limits::{
+    CBR_PACKET_BYTES, DEFAULT_INTERVAL_NS, DEFAULT_PEP_BUFFER_BYTES, INITIAL_WINDOW_PKTS,
+    MAX_DELAY_NS, MAX_DURATION_NS, MAX_FILE_BYTES, MAX_FLOWS, MAX_INTERVALS, MAX_PEP_BUFFER_BYTES,
+    MAX_RATE_BPS, MAX_RWND_BYTES, MAX_SEGMENTS, MAX_TRACE_LEN, MIN_INTERVAL_NS,
+    MIN_PEP_BUFFER_SEGMENTS, MIN_QUEUE_BYTES, MSS_BYTES, MTU_BYTES,
+};
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -47,7 +53,7 @@ fn default_queue_kind() -> String {
 }
 
 /// RED (Floyd & Jacobson 1993) parameters; the average queue is in packets.
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct RedConfig {
     /// Average queue below which nothing is marked.
@@ -78,7 +84,7 @@ impl Default for RedConfig {
 }
 
 /// CoDel (RFC 8289) parameters.
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct CodelConfig {
     /// Acceptable standing queue delay.
@@ -155,7 +161,7 @@ pub struct DeliveryTraceConfig {
 }
 
 fn default_bytes_per_opportunity() -> u32 {
-    1500
+    MTU_BYTES as u32
 }
 
 /// One direction of a link.
@@ -221,7 +227,7 @@ pub enum AppConfig {
 }
 
 /// TCP options of one flow (Linux-like defaults).
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct TcpConfig {
     pub mss_bytes: u32,
@@ -254,7 +260,7 @@ pub struct TcpConfig {
 }
 
 /// TCP implementation profile.
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Stack {
     /// Linux 4.x–6.x behaviour (default).
@@ -323,7 +329,7 @@ pub struct PepConfig {
 }
 
 fn default_pep_buffer() -> u64 {
-    4 * 1024 * 1024
+    DEFAULT_PEP_BUFFER_BYTES
 }
 
 /// Where split-TCP PEPs sit on the path.
@@ -379,13 +385,8 @@ pub struct ScenarioConfig {
 }
 
 fn default_interval() -> u64 {
-    1_000_000_000
+    DEFAULT_INTERVAL_NS
 }
-
-/// Longest run accepted: 30 simulated days (time is u64 ns, so this is far from overflow).
-const MAX_DURATION_NS: u64 = 30 * 86_400 * 1_000_000_000;
-const MAX_RATE_BPS: u64 = 10_000_000_000_000; // 10 Tbit/s
-const MAX_DELAY_NS: u64 = 3_600 * 1_000_000_000;
 
 fn check_dir(path: &str, d: &DirConfig) -> Result<(), ConfigError> {
     if d.rate_bps == 0 || d.rate_bps > MAX_RATE_BPS {
@@ -426,11 +427,13 @@ fn check_dir(path: &str, d: &DirConfig) -> Result<(), ConfigError> {
     }
     match (q.limit_pkts, q.limit_bytes) {
         (Some(p), None) if p >= 1 => {}
-        (None, Some(b)) if b >= 1600 => {}
+        (None, Some(b)) if b >= MIN_QUEUE_BYTES => {}
         _ => {
             return Err(ConfigError::new(
                 &format!("{path}.queue"),
-                "give exactly one of limit_pkts (>= 1) or limit_bytes (>= 1600)",
+                format_args!(
+                    "give exactly one of limit_pkts (>= 1) or limit_bytes (>= {MIN_QUEUE_BYTES})"
+                ),
             ))
         }
     }
@@ -495,9 +498,6 @@ fn check_dir(path: &str, d: &DirConfig) -> Result<(), ConfigError> {
     }
     Ok(())
 }
-
-/// Longest accepted trace or outage list (entries).
-const MAX_TRACE_LEN: usize = 10_000_000;
 
 fn check_red(path: &str, r: &RedConfig) -> Result<(), ConfigError> {
     if !(r.min_th_pkts.is_finite() && r.min_th_pkts >= 0.0) {
@@ -673,22 +673,29 @@ fn check_access(path: &str, a: &AccessConfig) -> Result<(), ConfigError> {
 }
 
 fn check_tcp(path: &str, t: &TcpConfig) -> Result<(), ConfigError> {
-    if !(64..=65_495).contains(&t.mss_bytes) {
+    if !MSS_BYTES.contains(&t.mss_bytes) {
         return Err(ConfigError::new(
             &format!("{path}.mss_bytes"),
-            format_args!("{} is out of range; allowed: 64 ..= 65495", t.mss_bytes),
-        ));
-    }
-    if !(1..=100_000).contains(&t.initial_window_pkts) {
-        return Err(ConfigError::new(
-            &format!("{path}.initial_window_pkts"),
             format_args!(
-                "{} is out of range; allowed: 1 ..= 100000",
-                t.initial_window_pkts
+                "{} is out of range; allowed: {} ..= {}",
+                t.mss_bytes,
+                MSS_BYTES.start(),
+                MSS_BYTES.end()
             ),
         ));
     }
-    if t.rwnd_bytes < t.mss_bytes as u64 || t.rwnd_bytes > (1 << 30) {
+    if !INITIAL_WINDOW_PKTS.contains(&t.initial_window_pkts) {
+        return Err(ConfigError::new(
+            &format!("{path}.initial_window_pkts"),
+            format_args!(
+                "{} is out of range; allowed: {} ..= {}",
+                t.initial_window_pkts,
+                INITIAL_WINDOW_PKTS.start(),
+                INITIAL_WINDOW_PKTS.end()
+            ),
+        ));
+    }
+    if t.rwnd_bytes < t.mss_bytes as u64 || t.rwnd_bytes > MAX_RWND_BYTES {
         return Err(ConfigError::new(
             &format!("{path}.rwnd_bytes"),
             format_args!("{} is out of range; allowed: mss ..= 1 GiB", t.rwnd_bytes),
@@ -699,8 +706,11 @@ fn check_tcp(path: &str, t: &TcpConfig) -> Result<(), ConfigError> {
 
 /// Check a path: segment names, link directions, and room for the PEPs.
 fn check_path(p: &PathConfig) -> Result<(), ConfigError> {
-    if p.segments.is_empty() || p.segments.len() > 64 {
-        return Err(ConfigError::new("path.segments", "give 1 ..= 64 segments"));
+    if p.segments.is_empty() || p.segments.len() > MAX_SEGMENTS {
+        return Err(ConfigError::new(
+            "path.segments",
+            format_args!("give 1 ..= {MAX_SEGMENTS} segments"),
+        ));
     }
     for (i, s) in p.segments.iter().enumerate() {
         if s.name.is_empty() || p.segments[..i].iter().any(|o| o.name == s.name) {
@@ -744,7 +754,27 @@ pub fn satellite_segment(segments: &[SegmentConfig]) -> usize {
     best
 }
 
+/// Index of the bottleneck segment: the lowest forward rate, the first of equals.
+pub fn bottleneck_segment(segments: &[SegmentConfig]) -> usize {
+    (0..segments.len())
+        .min_by_key(|&s| (segments[s].forward.rate_bps, s))
+        .unwrap_or(0)
+}
+
 impl ScenarioConfig {
+    /// Round-trip propagation delay of a flow with access links of `access_delay_ns`: every
+    /// segment's forward and reverse delay, plus the access link twice in each direction
+    /// (sender side and receiver side). No serialization, no queueing.
+    pub fn base_rtt_ns(&self, access_delay_ns: u64) -> u64 {
+        let (segs, _) = self.segments();
+        segs.iter()
+            .fold(access_delay_ns.saturating_mul(4), |total, s| {
+                total
+                    .saturating_add(s.forward.delay_ns)
+                    .saturating_add(s.reverse.delay_ns)
+            })
+    }
+
     /// The path as segments (a dumbbell is the one segment `bottleneck`) and its PEP mode.
     pub fn segments(&self) -> (Vec<SegmentConfig>, PepMode) {
         match (&self.path, &self.bottleneck) {
@@ -780,7 +810,7 @@ impl ScenarioConfig {
                 ),
             ));
         }
-        if self.interval_ns < 1_000_000 || self.interval_ns > self.duration_ns {
+        if self.interval_ns < MIN_INTERVAL_NS || self.interval_ns > self.duration_ns {
             return Err(ConfigError::new(
                 "interval_ns",
                 format_args!(
@@ -789,10 +819,10 @@ impl ScenarioConfig {
                 ),
             ));
         }
-        if self.duration_ns / self.interval_ns > 10_000_000 {
+        if self.duration_ns / self.interval_ns > MAX_INTERVALS {
             return Err(ConfigError::new(
                 "interval_ns",
-                "more than 10 million intervals",
+                format_args!("more than {MAX_INTERVALS} intervals"),
             ));
         }
         match (&self.bottleneck, &self.path) {
@@ -812,8 +842,11 @@ impl ScenarioConfig {
         if self.flows.is_empty() {
             return Err(ConfigError::new("flows", "at least one flow is needed"));
         }
-        if self.flows.len() > 100_000 {
-            return Err(ConfigError::new("flows", "more than 100000 flows"));
+        if self.flows.len() > MAX_FLOWS {
+            return Err(ConfigError::new(
+                "flows",
+                format_args!("more than {MAX_FLOWS} flows"),
+            ));
         }
         for (i, f) in self.flows.iter().enumerate() {
             let p = format!("flows[{i}]");
@@ -827,10 +860,12 @@ impl ScenarioConfig {
                 ));
             }
             if let AppConfig::File { size_bytes } = f.app {
-                if size_bytes == 0 || size_bytes > (1u64 << 50) {
+                if size_bytes == 0 || size_bytes > MAX_FILE_BYTES {
                     return Err(ConfigError::new(
                         &format!("{p}.app.size_bytes"),
-                        format_args!("{size_bytes} is out of range; allowed: 1 ..= 2^50"),
+                        format_args!(
+                            "{size_bytes} is out of range; allowed: 1 ..= {MAX_FILE_BYTES}"
+                        ),
                     ));
                 }
             }
@@ -845,16 +880,22 @@ impl ScenarioConfig {
                         format_args!("{rate_bps} is out of range; allowed: 1 ..= {MAX_RATE_BPS}"),
                     ));
                 }
-                if !(1..=65_507).contains(&packet_bytes) {
+                if !CBR_PACKET_BYTES.contains(&packet_bytes) {
                     return Err(ConfigError::new(
                         &format!("{p}.app.packet_bytes"),
-                        format_args!("{packet_bytes} is out of range; allowed: 1 ..= 65507"),
+                        format_args!(
+                            "{packet_bytes} is out of range; allowed: {} ..= {}",
+                            CBR_PACKET_BYTES.start(),
+                            CBR_PACKET_BYTES.end()
+                        ),
                     ));
                 }
             }
             if let Some(pep) = &f.pep {
                 check_tcp(&format!("{p}.pep.tcp"), &pep.tcp)?;
-                if pep.buffer_bytes < 2 * pep.tcp.mss_bytes as u64 || pep.buffer_bytes > 1 << 34 {
+                if pep.buffer_bytes < MIN_PEP_BUFFER_SEGMENTS * pep.tcp.mss_bytes as u64
+                    || pep.buffer_bytes > MAX_PEP_BUFFER_BYTES
+                {
                     return Err(ConfigError::new(
                         &format!("{p}.pep.buffer_bytes"),
                         format_args!(

@@ -11,6 +11,7 @@ pub mod cc;
 pub mod config;
 pub mod conn;
 pub mod event;
+pub mod limits;
 pub mod model;
 pub mod net;
 pub mod recovery;

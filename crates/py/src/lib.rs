@@ -23,6 +23,20 @@ fn ccas_json() -> String {
     tcplab_core::api::ccas_json()
 }
 
+/// The ranges and defaults a scenario is validated and filled with, as JSON text (the
+/// core's own constants; see `tcplab_core::api::limits_json`).
+#[pyfunction]
+fn limits_json() -> String {
+    tcplab_core::api::limits_json()
+}
+
+/// The core's view of a normalized scenario's path (base RTTs, bottleneck and satellite
+/// segments) as JSON text. Malformed input raises `ValueError`.
+#[pyfunction]
+fn path_json(scenario_json: &str) -> PyResult<String> {
+    tcplab_core::api::path_json(scenario_json).map_err(PyValueError::new_err)
+}
+
 /// Version of the simulation core.
 #[pyfunction]
 fn core_version() -> &'static str {
@@ -40,6 +54,8 @@ fn model_version() -> u32 {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_json, m)?)?;
     m.add_function(wrap_pyfunction!(ccas_json, m)?)?;
+    m.add_function(wrap_pyfunction!(limits_json, m)?)?;
+    m.add_function(wrap_pyfunction!(path_json, m)?)?;
     m.add_function(wrap_pyfunction!(core_version, m)?)?;
     m.add_function(wrap_pyfunction!(model_version, m)?)?;
     Ok(())

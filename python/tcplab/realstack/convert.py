@@ -44,12 +44,14 @@ What each field means here:
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..paths import bottleneck_index, segments
+from ..results.parse import FLOW_COUNTERS, LINK_KEYS, SERIES_FLOW_KEYS
+from ..scenario.topology import bottleneck_index, segments
 from .iperf import (
     Sample,
     error_of,
@@ -161,6 +163,10 @@ def flow_json(run: FlowRun, duration_ns: int) -> dict[str, Any]:
         "fast_recoveries": 0,
         "spurious_undos": 0,
         "final_ssthresh_bytes": None,
+        "server_done_ns": None,
+        "closed_ns": None,
+        # not observable on the kernel's side (TCP_INFO has no such counters)
+        **dict.fromkeys(FLOW_COUNTERS, 0),
     }
     if plan.kind == "cbr":
         return {**common, **_cbr_json(run, sent, received, active_ns)}
@@ -209,6 +215,7 @@ def _cbr_json(
         "packets_sent": packets_sent,
         "packets_received": packets_received,
         "loss_ratio": (packets_sent - packets_received) / packets_sent if packets_sent else 0.0,
+        "owd": rtt_json([]),  # iperf3 reports jitter, not one-way delays
     }
 
 
@@ -247,34 +254,12 @@ def flow_series(run: FlowRun, grid: Grid) -> dict[str, Any]:
         wire = [d + w for d, w in zip(delivered, wire, strict=True)]
     return {
         "id": plan.id,
-        "kind": plan.kind,
         "goodput_bps": [8 * delivered[g] / grid.seconds(g) for g in range(n)],
         "throughput_bps": [8 * wire[g] / grid.seconds(g) for g in range(n)],
         "rtt_mean_ns": [rtt_sum[g] / rtt_n[g] if rtt_n[g] else None for g in range(n)],
         "cwnd_bytes": filled,
         "retransmits": retrans,
     }
-
-
-_LINK_KEYS = (
-    "name",
-    "rate_bps",
-    "packets_tx",
-    "bytes_tx",
-    "utilization",
-    "queue_drops",
-    "error_drops",
-    "ecn_marks",
-    "outage_drops",
-    "queue_mean_pkts",
-    "queue_max_pkts",
-    "queue_mean_bytes",
-    "queue_max_bytes",
-    "late_mean_ns",
-    "late_p99_ns",
-    "late_max_ns",
-    "write_errors",
-)
 
 
 #: Time averages the emulator takes over the time it measured.
@@ -294,7 +279,9 @@ def links_json(normalized: Mapping[str, Any], emu: Mapping[str, Any]) -> list[di
         for direction in ("forward", "reverse"):
             link = by_name.get(f"{seg.name}.{direction}")
             if link is not None:
-                row = {key: link[key] for key in _LINK_KEYS if link.get(key) is not None}
+                # the core's LinkResult; the emulator's own timing counters stay in its
+                # report, and drops it cannot have (outages, AQM) are 0
+                row = {key: link.get(key) or 0 for key in LINK_KEYS}
                 for key in _TIME_AVERAGED:
                     if key in row:
                         row[key] = row[key] * scale
@@ -331,6 +318,7 @@ def result_json(
         "duration_ns": duration_ns,
         "events": 0,
         "core_version": version,
+        "model_version": None,  # the kernel's numbers have no simulator model
         "flows": [flow_json(run, duration_ns) for run in runs],
         "links": links_json(normalized, emu),
         "series": {
@@ -350,3 +338,28 @@ def run_errors(runs: Sequence[FlowRun]) -> list[str]:
         for run in runs
         if (error := error_of(run.client)) is not None
     ]
+
+
+def upgrade_result(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A real-stack result JSON written by an earlier converter (a kernel cache or a
+    recording's result without its raw recording), in today's shape: the counters the kernel
+    cannot observe as 0, no model version, the core's link fields only (the emulator's timing
+    counters were once passed through), series without the flow kind. A result already in
+    today's shape comes back unchanged."""
+    out = copy.deepcopy(dict(data))
+    out.setdefault("model_version", None)
+    for flow in out.get("flows", []):
+        for key in FLOW_COUNTERS:
+            flow.setdefault(key, 0)
+        flow.setdefault("server_done_ns", None)
+        flow.setdefault("closed_ns", None)
+        flow["rtt"].setdefault("srtt_time_mean_ns", flow["rtt"].get("mean_ns"))
+        if flow.get("kind") == "cbr":
+            flow.setdefault("owd", rtt_json([]))
+    out["links"] = [{key: link.get(key) or 0 for key in LINK_KEYS} for link in out["links"]]
+    series = out.get("series", {})
+    series["flows"] = [
+        {key: value for key, value in flow.items() if key in SERIES_FLOW_KEYS}
+        for flow in series.get("flows", [])
+    ]
+    return out

@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..errors import ScenarioError
-from ..loader import Overrides, ScenarioSource, load_scenario, override_pairs
-from ..normalize import normalize
-from ..paths import base_rtt_ns, pep_mode
-from ..result import RunResult
+from ..results.parse import RunResult
+from ..scenario.load import Overrides, ScenarioSource, load_scenario, override_pairs
+from ..scenario.normalize import normalize
+from ..scenario.topology import base_rtt_ns, pep_mode
 from . import commands, features, fileflow, machine_lock, netem
 from .bins import require_binary
 from .cleanup import new_run_id
@@ -202,8 +202,8 @@ def recording(
     return data
 
 
-def recorded_result(data: Mapping[str, Any], version: str, wall_s: float = 0.0) -> RunResult:
-    """Convert a `recording` (or a fixture of tests/data/realstack) into the result."""
+def recorded_json(data: Mapping[str, Any], version: str) -> dict[str, Any]:
+    """Convert a `recording` (or a fixture of tests/data/realstack) into the result JSON."""
     normalized = data["normalized"]
     plan = plan_topology(normalized, "0x0")
     peps = data.get("peps") or [[] for _ in plan.flows]
@@ -211,8 +211,13 @@ def recorded_result(data: Mapping[str, Any], version: str, wall_s: float = 0.0) 
         FlowRun(f, client, tuple(PepRun(p["node"], p["report"]) for p in flow_peps))
         for f, client, flow_peps in zip(plan.flows, data["clients"], peps, strict=True)
     ]
-    converted = result_json(normalized, runs, data["emu"], plan.interval_ns, version)
-    return RunResult.from_json(converted, wall_s=wall_s, scenario=normalized)
+    return result_json(normalized, runs, data["emu"], plan.interval_ns, version)
+
+
+def recorded_result(data: Mapping[str, Any], version: str, wall_s: float = 0.0) -> RunResult:
+    """Convert a `recording` (or a fixture of tests/data/realstack) into the result."""
+    converted = recorded_json(data, version)
+    return RunResult.from_json(converted, wall_s=wall_s, scenario=data["normalized"])
 
 
 def iperf_version() -> str:

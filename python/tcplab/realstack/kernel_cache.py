@@ -38,7 +38,7 @@ from typing import Any, Final
 
 from .. import __version__
 from ..errors import ScenarioError
-from ..result import RunResult
+from ..results.parse import ResultFormatError, RunResult
 from .bins import find_binary
 
 SCHEMA_VERSION: Final = 1
@@ -282,12 +282,22 @@ def _stored(row: tuple[Any, ...]) -> StoredRun:
     ) = row
     key = CacheKey(str(h), int(seed), Identity(str(kernel), str(emulator), str(version)))
     data = json.loads(result)
+    raw = json.loads(zlib.decompress(recording)) if recording else {}
+    try:
+        parsed = RunResult.from_json(data, wall_s=float(wall or 0.0), scenario=json.loads(scenario))
+    except ResultFormatError:
+        # a result stored by an earlier converter: the same numbers in today's shape
+        from .convert import upgrade_result
+
+        parsed = RunResult.from_json(
+            upgrade_result(data), wall_s=float(wall or 0.0), scenario=json.loads(scenario)
+        )
     return StoredRun(
         key=key,
         created=created,
-        result=RunResult.from_json(data, wall_s=float(wall or 0.0), scenario=json.loads(scenario)),
+        result=parsed,
         result_data=data,
-        recording=json.loads(zlib.decompress(recording)) if recording else {},
+        recording=raw,
         notes=tuple(json.loads(notes) if notes else ()),
         producer=str(producer or ""),
         wall_s=float(wall or 0.0),

@@ -12,15 +12,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from ..limits import LIMITS
+
 #: Linux's defaults (net.ipv4.tcp_rmem / tcp_wmem: min, default, max); the simulator's
 #: default rwnd is the 6 MiB maximum of tcp_rmem.
-LINUX_RMEM: Final = "4096 131072 6291456"
+DEFAULT_RWND_BYTES: Final[int] = LIMITS.tcp_defaults["rwnd_bytes"]
+LINUX_RMEM: Final = f"4096 131072 {DEFAULT_RWND_BYTES}"
 LINUX_WMEM: Final = "4096 16384 4194304"
-DEFAULT_RWND_BYTES: Final = 6 * 1024 * 1024
 #: MSS option of a 1500-byte MTU (payload 1448 with the 12-byte timestamp option).
-MTU_ADVMSS: Final = 1460
-TIMESTAMP_OPTION_BYTES: Final = 12
-DEFAULT_IW_PKTS: Final = 10
+MTU_ADVMSS: Final = LIMITS.mtu_bytes - LIMITS.header_bytes
+TIMESTAMP_OPTION_BYTES: Final = LIMITS.timestamp_option_bytes
+DEFAULT_IW_PKTS: Final[int] = LIMITS.tcp_defaults["initial_window_pkts"]
 
 
 def _flag(value: bool) -> str:
@@ -71,7 +73,7 @@ def kernel_tcp(tcp: Mapping[str, Any], cca: str, where: str) -> KernelTcp:
         "net.ipv4.tcp_no_metrics_save": "1",
     }
     notes: list[str] = []
-    mss = int(tcp.get("mss_bytes", 1448))
+    mss = int(tcp.get("mss_bytes", LIMITS.tcp_defaults["mss_bytes"]))
     advmss = mss + (TIMESTAMP_OPTION_BYTES if timestamps else 0)
     if advmss > MTU_ADVMSS:
         notes.append(f"{where}.tcp.mss = {mss}: larger than a 1500-byte MTU allows; capped")

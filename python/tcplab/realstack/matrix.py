@@ -30,10 +30,10 @@ from typing import Any, Final
 
 from ..catalogue import ccas as simulator_ccas
 from ..errors import Problem, ScenarioError, field_error
-from ..loader import Overrides, load_scenario, override_pairs
-from ..normalize import normalize
-from ..result import RunResult
+from ..results.parse import RunResult
 from ..runner import run_normalized_parallel
+from ..scenario.load import Overrides, load_scenario, override_pairs
+from ..scenario.normalize import normalize
 from ..units import parse_duration_ns
 from .emulate import Emulation
 from .kernel_cache import CacheKey, Identity, KernelCache
@@ -55,7 +55,7 @@ KERNEL_OVERHEAD_S: Final = 6.0
 
 def base_scenario(path: str) -> dict[str, Any]:
     """A path's base scenario (raw TOML dict)."""
-    from ..demo import builtin_scenario
+    from ..tools.demo import builtin_scenario
 
     return builtin_scenario(PATHS[path])
 
@@ -162,7 +162,7 @@ class MatrixCase:
 
     @cached_property
     def scenario_hash(self) -> str:
-        from ..study import scenario_hash
+        from ..study.grid import scenario_hash
 
         return scenario_hash(self.normalized)
 

@@ -256,8 +256,8 @@ def _seed_rows(row: MatrixRow) -> list[list[str]]:
 
 def build_html(summary: MatrixSummary) -> str:
     from .. import __version__
-    from ..plots import to_svg
-    from ..report import CHECK_JS, CSS
+    from ..present.plots import to_svg
+    from ..present.report import CHECK_JS, CSS
 
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",

@@ -30,7 +30,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
 from ..errors import ScenarioError
-from ..paths import pep_mode, satellite_index, segments
+from ..limits import LIMITS
+from ..scenario.topology import path_info, pep_mode, segments
 from .kernel_tcp import kernel_tcp
 
 PREFIX: Final = "tcplab-"
@@ -118,7 +119,7 @@ class FlowPlan:
     window_bytes: int | None = None
     cbr_rate_bps: int | None = None
     cbr_packet_bytes: int | None = None
-    mss_bytes: int = 1448
+    mss_bytes: int = LIMITS.tcp_defaults["mss_bytes"]
 
 
 @dataclass(frozen=True)
@@ -362,7 +363,9 @@ class _Builder:
             window_bytes=tcp.window_bytes,
             cbr_rate_bps=int(app["rate_bps"]) if kind == "cbr" else None,
             cbr_packet_bytes=int(app["packet_bytes"]) if kind == "cbr" else None,
-            mss_bytes=int((flow.get("tcp") or {}).get("mss_bytes", 1448)),
+            mss_bytes=int(
+                (flow.get("tcp") or {}).get("mss_bytes", LIMITS.tcp_defaults["mss_bytes"])
+            ),
         )
 
 
@@ -372,8 +375,7 @@ def _pep_nodes(normalized: Mapping[str, Any], k: int) -> list[tuple[str, int]]:
     mode = pep_mode(normalized)
     if mode == "none":
         return []
-    segs = segments(normalized)
-    sat = satellite_index([s.name for s in segs], [int(s.forward["delay_ns"]) for s in segs])
+    sat = path_info(normalized).satellite_segment
     nodes = [("pep1", sat)]
     if mode == "distributed":
         nodes.append(("pep2", sat + 1))
@@ -465,7 +467,9 @@ def plan_topology(normalized: Mapping[str, Any], run_id: str, pep: PepMode = "tr
         b.sysctls += [(p.netns, key, value) for key, value in tcp.sysctls.items()]
     hosts = [name for fp in flows for name in (fp.sender_ns, fp.receiver_ns)]
     windows = [fp.window_bytes for fp in flows if fp.window_bytes is not None]
-    interval_ns = max(int(normalized.get("interval_ns", 10**9)), IPERF_MIN_INTERVAL_NS)
+    interval_ns = max(
+        int(normalized.get("interval_ns", LIMITS.default_interval_ns)), IPERF_MIN_INTERVAL_NS
+    )
     return Plan(
         run_id=run_id,
         namespaces=(*b.routers, *hosts),

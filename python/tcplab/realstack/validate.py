@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..catalogue import ccas
-from ..loader import Overrides, ScenarioSource, load_scenario, override_pairs, raw_scenario
-from ..normalize import normalize
-from ..result import FlowResult, RunResult
+from ..results.parse import FlowResult, RunResult
+from ..results.theory import flow_bounds
 from ..runner import run_scenario
-from ..theory import flow_bounds
+from ..scenario.load import Overrides, ScenarioSource, load_scenario, override_pairs, raw_scenario
+from ..scenario.normalize import normalize
 from . import features
 from .emulate import emulate_normalized
 from .errors import MissingFeature

@@ -6,7 +6,7 @@ of the simulator's numbers cannot go unnoticed (and unversioned).
     python -m tcplab.tools.golden --update --reason "flows[1] of two-flows.toml starts later"
 
 Cases: every `scenarios/*.toml`, and the first grid point of every preset study
-(`python/tcplab/studies`), each run with its own seed for at most 30 s of simulated time (or
+(`python/tcplab/study/published`), each run with its own seed for at most 30 s of simulated time (or
 until 10 s after its last flow starts, if that is later). A golden file
 `tests/golden/<case>.json` holds the model version, the normalized scenario and the core's
 result JSON without its volatile fields (`core_version`, the crate's release number).
@@ -33,9 +33,9 @@ from typing import Any, Final
 
 from .. import _core
 from ..errors import ScenarioError
-from ..loader import load_scenario
-from ..normalize import normalize
-from ..study import load_study
+from ..scenario.load import load_scenario
+from ..scenario.normalize import normalize
+from ..study.grid import load_study
 
 #: Simulated time of a golden run: at most this, unless a flow starts late (see the note).
 MAX_DURATION_NS: Final = 30 * 10**9
@@ -106,7 +106,7 @@ def cases(root: Path | None = None) -> list[Case]:
     for path in sorted((root / "scenarios").glob("*.toml")):
         normalized = _shortened(path, [], path.parent)
         out.append(Case(f"scenario-{path.stem}", f"scenarios/{path.name}", normalized))
-    studies = root / "python" / "tcplab" / "studies"
+    studies = root / "python" / "tcplab" / "study" / "published"
     for path in sorted(studies.rglob("*.toml")):
         study = load_study(path)
         variant, params = next(study.points())

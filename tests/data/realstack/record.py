@@ -1,4 +1,4 @@
-"""Record the iperf3/emulator fixtures of tests/test_realstack.py (needs root).
+"""Record the iperf3/emulator fixtures of tests/realstack/test_realstack.py (needs root).
 
     .venv/bin/python tests/data/realstack/record.py [NAME ...]   # default: all of them
 

@@ -187,9 +187,7 @@ impl Topology {
                 dest: Dest::Udp { flow: flow as u32 },
             });
         }
-        let slowest = (0..k)
-            .min_by_key(|&s| (segs[s].forward.rate_bps, s))
-            .unwrap_or(0);
+        let slowest = crate::config::bottleneck_segment(&segs);
         Topology {
             bottleneck_fwd: segments.get(slowest).map_or(0, |s| s.1),
             bottleneck_rev: segments.get(slowest).map_or(1, |s| s.2),

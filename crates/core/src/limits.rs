@@ -1,0 +1,48 @@
+//! Ranges and sizes of the normalized scenario that both languages need.
+//!
+//! The core validates its input with these (`config.rs`) because it must never panic on
+//! input; the Python layer validates the user's file with the same numbers, read through
+//! `api::limits_json`, so its one-line messages and the core's checks can never disagree.
+//! A limit changes here and nowhere else.
+use std::ops::RangeInclusive;
+
+/// Longest run: 30 simulated days (time is u64 ns, so this is far from overflow).
+pub const MAX_DURATION_NS: u64 = 30 * 86_400 * 1_000_000_000;
+/// Fastest link: 10 Tbit/s, beyond any link worth simulating packet by packet.
+pub const MAX_RATE_BPS: u64 = 10_000_000_000_000;
+/// Longest one-way propagation delay of a link (and of a CoDel target or interval).
+pub const MAX_DELAY_NS: u64 = 3_600 * 1_000_000_000;
+/// Shortest series interval: 1 ms.
+pub const MIN_INTERVAL_NS: u64 = 1_000_000;
+/// Default series interval: 1 s.
+pub const DEFAULT_INTERVAL_NS: u64 = 1_000_000_000;
+/// Most intervals in one run's series (duration / interval).
+pub const MAX_INTERVALS: u64 = 10_000_000;
+/// Longest trace or outage list (entries).
+pub const MAX_TRACE_LEN: usize = 10_000_000;
+/// Smallest byte limit of a queue: it must hold one full packet with room for headers.
+pub const MIN_QUEUE_BYTES: u64 = 1600;
+/// Wire size of a full data packet (IPv4, MSS 1448 with timestamps): the packet a
+/// `"<k>bdp"` queue is counted in and a Mahimahi delivery opportunity carries.
+pub const MTU_BYTES: u64 = 1500;
+/// Most segments of a path.
+pub const MAX_SEGMENTS: usize = 64;
+/// Most flows of a scenario (after `count` expansion).
+pub const MAX_FLOWS: usize = 100_000;
+/// Maximum segment size.
+pub const MSS_BYTES: RangeInclusive<u32> = 64..=65_495;
+/// Initial window (RFC 6928 calls 10 large; the range only guards the arithmetic).
+pub const INITIAL_WINDOW_PKTS: RangeInclusive<u32> = 1..=100_000;
+/// Largest receive window: RFC 7323 §2.3 window scale ≤ 14 gives about 1 GiB.
+pub const MAX_RWND_BYTES: u64 = 1 << 30;
+/// Largest receive window without the window scale option.
+pub const NO_WSCALE_MAX_RWND_BYTES: u64 = 65_535;
+/// Largest file of a download.
+pub const MAX_FILE_BYTES: u64 = 1 << 50;
+/// UDP payload of one CBR datagram (the largest an IPv4 datagram carries).
+pub const CBR_PACKET_BYTES: RangeInclusive<u32> = 1..=65_507;
+/// A PEP's relay buffer per connection: default, and its range (at least two segments of
+/// the PEP's own MSS).
+pub const DEFAULT_PEP_BUFFER_BYTES: u64 = 4 * 1024 * 1024;
+pub const MIN_PEP_BUFFER_SEGMENTS: u64 = 2;
+pub const MAX_PEP_BUFFER_BYTES: u64 = 1 << 34;

@@ -1,0 +1,327 @@
+"""Run a study's grid: locally on all cores (threads; the core releases the GIL) or on a Dask
+distributed cluster, storing finished runs in short batches.
+
+The whole grid is expanded and validated before the database is touched, so a mistake in the
+study leaves no file behind. Then one transaction finds or makes the study's revision
+(`Store.open_revision`) and links the runs the database already has. Work is submitted in a
+bounded window, so a sweep of millions of runs needs memory for a few hundred.
+
+Finished runs are committed together every `commit_interval_s` (one short transaction: the
+database is never held longer than that), so readers in other processes — `tcplab results`,
+`tcplab report`, a notebook's `Store` — get in between commits. When another process holds
+the file, the sweep keeps simulating and tries again at the next interval; it waits
+(`wait_s`) only at the end or when too many runs are pending, and then fails in one line.
+An interrupted sweep — Ctrl-C, `kill -9`, power loss — loses at most the runs not yet
+committed, never a committed one, and resumes where it stopped without duplicating any.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from .. import _core
+from ..errors import ScenarioError
+from ..results.parse import RunResult
+from ..results.provenance import Build, RunProvenance, utc_now
+from .grid import RunSpec, Study, members
+from .store import RunRecord, Store, StoreBusy
+
+#: Runs held in memory waiting for the database before the sweep stops simulating and waits.
+MAX_PENDING = 256
+
+
+def run_normalized(text: str) -> tuple[str, float, str, str]:
+    """Run one normalized scenario (JSON text); returns (result JSON, wall seconds, start time
+    in UTC, host). A plain top-level function so Dask workers can import and call it."""
+    started = utc_now()
+    t0 = time.perf_counter()
+    out = _core.run_json(text)
+    return out, time.perf_counter() - t0, started, socket.gethostname()
+
+
+class _Executor(Protocol):
+    def submit(self, fn: Callable[..., Any], /, *args: Any) -> Any: ...
+
+
+@dataclass
+class SweepSummary:
+    total: int
+    skipped: int
+    ran: int
+    linked: int
+    wall_s: float
+    interrupted: bool = False
+    revision: int = 0
+    revision_note: str = ""
+    model_version: int | None = None
+    #: times a commit found the database held by another process and was put off
+    deferred_commits: int = 0
+
+    @property
+    def runs_per_s(self) -> float:
+        return self.ran / self.wall_s if self.wall_s > 0 else 0.0
+
+
+def _progress(console: Console) -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TaskProgressColumn(),
+        TextColumn("{task.fields[rate]}"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
+    )
+
+
+def plan(study: Study, model_version: int) -> list[RunSpec]:
+    """Every distinct run of the grid, validated (a run reached twice, e.g. through a
+    `"=key"` reference, is listed once)."""
+    seen: set[str] = set()
+    out: list[RunSpec] = []
+    for spec in study.runs(model_version):
+        if spec.run_id not in seen:
+            seen.add(spec.run_id)
+            out.append(spec)
+    return out
+
+
+@dataclass
+class _Committer:
+    """Finished runs waiting for their transaction."""
+
+    store: Store
+    study: str
+    revision: int
+    interval_s: float
+    wait_s: float
+    pending: list[RunRecord] = field(default_factory=list)
+    last: float = field(default_factory=time.monotonic)
+    deferred: int = 0
+
+    def add(self, record: RunRecord) -> None:
+        self.pending.append(record)
+        if len(self.pending) >= MAX_PENDING:
+            self.flush(block=True)
+        elif time.monotonic() - self.last >= self.interval_s:
+            self.flush(block=False)
+
+    def flush(self, *, block: bool) -> None:
+        if not self.pending:
+            return
+        try:
+            # not blocking: a short try, so the simulation goes on while a reader holds it
+            wait_s = self.wait_s if block else min(0.2, self.wait_s)
+            self.store.add_runs(self.study, self.revision, self.pending, wait_s=wait_s)
+        except StoreBusy as exc:
+            if block:
+                raise StoreBusy(
+                    f"{exc}; {len(self.pending)} finished runs were not stored (rerun the "
+                    "same command to resume)"
+                ) from None
+            self.deferred += 1
+            return
+        self.pending = []
+        self.last = time.monotonic()
+
+
+def run_study(
+    study: Study,
+    store: Store,
+    *,
+    jobs: int | None = None,
+    executor: str = "local",
+    scheduler: str | None = None,
+    console: Console | None = None,
+    progress: bool = True,
+    stop_after: int | None = None,
+    on_change: str = "refuse",
+    commit_interval_s: float = 0.5,
+    wait_s: float = 60.0,
+    specs: list[RunSpec] | None = None,
+) -> SweepSummary:
+    """Run every missing run of `study` into its revision in `store`. `on_change` says what
+    to do when the study's name has revisions of another definition ("refuse", "new",
+    "replace": see `Store.open_revision`). `stop_after` (tests) simulates an interruption
+    after that many runs. `specs`: the grid, when the caller already expanded it."""
+    console = console or Console(stderr=True)
+    if executor not in ("local", "dask"):
+        raise ScenarioError(f"--executor = {executor!r}: unknown executor; allowed: local, dask")
+    if executor == "dask" and not scheduler:
+        raise ScenarioError("--scheduler: needed with --executor dask; allowed: tcp://HOST:PORT")
+    build = Build.current()
+    grid = specs if specs is not None else plan(study, build.model_version)
+    # the grid's distinct runs (a point reached twice through a "=key" reference is one run)
+    revision_plan = replace(study.revision_plan(build.model_version), n_runs=len(grid))
+    choice = store.open_revision(
+        revision_plan,
+        members(grid),
+        build,
+        on_change=on_change,
+        wait_s=wait_s,
+    )
+    todo = [spec for spec in grid if spec.run_id not in choice.stored]
+    skipped = len(grid) - len(todo)
+    committer = _Committer(store, study.name, choice.revision, commit_interval_s, wait_s)
+    started = time.perf_counter()
+    drive = _Drive(todo, committer, study, build, console, progress, len(grid), skipped)
+    if executor == "local":
+        workers = max(1, jobs or os.cpu_count() or 1)
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            ran, interrupted = drive(pool, workers, stop_after)
+    else:
+        client = _dask_client(scheduler or "")
+        try:
+            workers = max(1, sum(client.nthreads().values()))
+            ran, interrupted = drive(client, workers, stop_after)
+        finally:
+            client.close()
+    return SweepSummary(
+        total=len(grid),
+        skipped=skipped,
+        ran=ran,
+        linked=choice.linked,
+        wall_s=time.perf_counter() - started,
+        interrupted=interrupted,
+        revision=choice.revision,
+        revision_note=choice.note,
+        model_version=build.model_version,
+        deferred_commits=committer.deferred,
+    )
+
+
+def _dask_client(scheduler: str) -> Any:
+    try:
+        from distributed import Client
+    except ImportError:  # pragma: no cover - the dev/dask extras install it
+        raise ScenarioError(
+            "--executor dask: the 'distributed' package is not installed; "
+            "allowed: pip install 'tcplab[dask]'"
+        ) from None
+    try:
+        return Client(scheduler, timeout=10)  # type: ignore[no-untyped-call]
+    except (OSError, TimeoutError) as exc:
+        raise ScenarioError(f"--scheduler = {scheduler!r}: cannot connect ({exc})") from None
+
+
+@dataclass
+class _Drive:
+    todo: list[RunSpec]
+    committer: _Committer
+    study: Study
+    build: Build
+    console: Console
+    show: bool
+    total: int
+    skipped: int
+
+    def _record(self, spec: RunSpec, outcome: tuple[str, float, str, str]) -> RunRecord:
+        text, wall_s, started_utc, host = outcome
+        result = RunResult.from_json(
+            text,
+            wall_s=float(wall_s),
+            scenario=spec.normalized,
+            run_info=RunProvenance(str(host), str(started_utc), float(wall_s)),
+            git_commit=self.build.git_commit,
+        )
+        if result.model_version != spec.model_version:
+            # a Dask worker with another tcplab: its numbers are not this key's
+            raise ScenarioError(
+                f"{host}: simulated with model version {result.model_version}, this tcplab "
+                f"has {spec.model_version}; allowed: the same tcplab on every worker"
+            )
+        return RunRecord(spec.key, spec.variant, spec.params, spec.normalized, result)
+
+    def __call__(self, pool: _Executor, workers: int, stop_after: int | None) -> tuple[int, bool]:
+        window = 4 * workers
+        queue: Iterator[RunSpec] = iter(self.todo)
+        in_flight: dict[Any, RunSpec] = {}
+        ran = 0
+        t0 = time.perf_counter()
+        prog = _progress(self.console) if self.show else None
+        task = (
+            prog.add_task(self.study.name, total=self.total, completed=self.skipped, rate="")
+            if prog
+            else None
+        )
+
+        def refill() -> None:
+            while len(in_flight) < window:
+                spec = next(queue, None)
+                if spec is None:
+                    return
+                fut = pool.submit(run_normalized, json.dumps(spec.normalized))
+                in_flight[fut] = spec
+
+        interrupted = False
+        if prog:
+            prog.start()
+        try:
+            refill()
+            while in_flight:
+                for fut in _wait_any(in_flight):
+                    spec = in_flight.pop(fut)
+                    self.committer.add(self._record(spec, fut.result()))
+                    ran += 1
+                    if prog is not None and task is not None:
+                        rate = ran / max(time.perf_counter() - t0, 1e-9)
+                        prog.update(task, advance=1, rate=f"{rate:.1f} runs/s")
+                    if stop_after is not None and ran >= stop_after:
+                        raise KeyboardInterrupt
+                refill()
+        except KeyboardInterrupt:
+            interrupted = True
+            for fut in in_flight:
+                cancel = getattr(fut, "cancel", None)
+                if cancel:
+                    cancel()
+        except BaseException:
+            # a failed run ends the sweep; the runs that finished before it are kept
+            try:
+                self.committer.flush(block=True)
+            except StoreBusy:
+                pass
+            raise
+        finally:
+            if prog:
+                prog.stop()
+        # what finished is stored, interrupted or not
+        self.committer.flush(block=True)
+        return ran, interrupted
+
+
+def _wait_any(in_flight: dict[Any, RunSpec]) -> Iterable[Any]:
+    futures = list(in_flight)
+    if futures and isinstance(futures[0], Future):
+        done, _ = wait(futures, return_when=FIRST_COMPLETED)
+        return done
+    from distributed import wait as dwait  # Dask futures
+
+    done, _ = dwait(futures, return_when="FIRST_COMPLETED")  # type: ignore[no-untyped-call]
+    return list(done)
+
+
+def stored_count(store: Store, specs: list[RunSpec]) -> int:
+    """How many runs of a grid the database already has (under today's model version)."""
+    return len(store.stored_run_ids([spec.run_id for spec in specs]))

@@ -1,0 +1,288 @@
+"""`python -m tcplab.tools.bench` (`make bench`): wall-clock speed on the two GEO benchmarks, a
+GEO path through a distributed split-TCP PEP, the throughput of a parallel sweep, and how
+long `tcplab --version`, `--help` and `run --help` take to start.
+
+Each scenario runs `--repeat` times one after the other (never in parallel, so runs do not
+compete for cores); the best wall time is reported, as is usual for benchmarks, because noise
+only ever adds time. The ns-3 reference numbers come from the issue that motivated tcplab:
+the 4 Mbit/s run took 12-20 s of wall time in ns-3, and the 50/20 Mbit/s run delivered about
+360 packets per wall-clock second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from .. import __version__, _core
+from ..errors import ScenarioError
+from ..limits import LIMITS
+from ..results.parse import RunResult
+from ..results.provenance import git_commit
+from ..runner import run_scenario
+from ..scenario.load import load_scenario
+from ..units import parse_duration_ns
+from .demo import builtin_scenario
+
+NS3_GEO4_WALL_S: Final = (12.0, 20.0)  # for 600 s simulated
+NS3_GEO50_DELIVERED_PKTS_PER_S: Final = 360.0
+NS3_SIMULATED_S: Final = 600.0
+MSS_BYTES: Final[int] = LIMITS.tcp_defaults["mss_bytes"]
+
+#: Overrides of the built-in GEO scenario (cubic, 250 ms one way, 2bdp queue, seed 1).
+BENCHMARKS: Final[dict[str, list[tuple[str, Any]]]] = {
+    "geo-4mbps": [("name", "geo-4mbps"), ("bottleneck.per", 1e-5)],
+    "geo-50-20": [
+        ("name", "geo-50-20"),
+        ("bottleneck.rate", "50Mbps"),
+        ("bottleneck.return_rate", "20Mbps"),
+        ("bottleneck.per", 1e-5),
+        ("flows.0.tcp.rwnd", "16MiB"),  # same as scenarios/geo-asym.toml
+    ],
+}
+
+
+#: The distributed-PEP GEO path of scenarios/pep-geo.toml with a bulk flow: three TCP legs
+#: (CUBIC, Hybla over the satellite, CUBIC) and two relays per packet.
+PEP_GEO: Final[dict[str, Any]] = {
+    "name": "pep-geo-bulk",
+    "duration": "600s",
+    "path": {
+        "pep": "distributed",
+        "segments": [
+            {"name": "internet", "rate": "100Mbps", "delay": "10ms"},
+            {
+                "name": "satellite",
+                "rate": "10Mbps",
+                "return_rate": "2Mbps",
+                "delay": "260ms",
+                "per": 1e-5,
+                "queue": "2bdp",
+            },
+            {"name": "access", "rate": "100Mbps", "delay": "5ms"},
+        ],
+    },
+    "flows": [{"cca": "cubic", "pep": {"cca": "hybla", "initial_window": 10}}],
+}
+
+#: The sweep benchmark: one variant of geo-leaky at full length, one seed (96 runs).
+SWEEP_STUDY: Final = "geo-leaky"
+
+
+@dataclass(frozen=True)
+class BenchRow:
+    name: str
+    simulated_s: float
+    best_wall_s: float
+    walls_s: tuple[float, ...]
+    events: int
+    events_per_s: float
+    delivered_pkts_per_s: float
+    ns3_reference: str
+    speedup: str
+
+
+def _row(name: str, runs: Sequence[RunResult]) -> BenchRow:
+    best = min(runs, key=lambda r: r.wall_s)
+    simulated_s = best.duration_ns / 1e9
+    delivered_pkts = sum(flow.bytes_delivered for flow in best.flows) / MSS_BYTES
+    delivered_pkts_per_s = delivered_pkts / best.wall_s
+    if name not in ("geo-4mbps", "geo-50-20"):
+        reference, speedup = "-", "-"
+    elif name == "geo-4mbps":
+        # ns-3's wall time grows with simulated time; scale the reference for short runs.
+        low_s, high_s = (wall * simulated_s / NS3_SIMULATED_S for wall in NS3_GEO4_WALL_S)
+        reference = f"ns-3: {low_s:.1f}-{high_s:.1f} s wall"
+        speedup = f"{low_s / best.wall_s:.0f}-{high_s / best.wall_s:.0f}x"
+    else:
+        reference = f"ns-3: ~{NS3_GEO50_DELIVERED_PKTS_PER_S:.0f} delivered pkts/s"
+        speedup = f"{delivered_pkts_per_s / NS3_GEO50_DELIVERED_PKTS_PER_S:.0f}x"
+    return BenchRow(
+        name=name,
+        simulated_s=simulated_s,
+        best_wall_s=best.wall_s,
+        walls_s=tuple(r.wall_s for r in runs),
+        events=best.events,
+        events_per_s=best.events / best.wall_s,
+        delivered_pkts_per_s=delivered_pkts_per_s,
+        ns3_reference=reference,
+        speedup=speedup,
+    )
+
+
+def run_benchmarks(repeat: int, duration: str | None) -> list[BenchRow]:
+    base = builtin_scenario("geo-sat.toml")
+    rows = []
+    for name, overrides in BENCHMARKS.items():
+        extra = [] if duration is None else [("duration", duration)]
+        scenario = load_scenario(base, [*overrides, *extra])
+        rows.append(_row(name, [run_scenario(scenario) for _ in range(repeat)]))
+    pep = load_scenario(PEP_GEO, [] if duration is None else [("duration", duration)])
+    rows.append(_row("pep-geo-bulk", [run_scenario(pep) for _ in range(repeat)]))
+    return rows
+
+
+@dataclass(frozen=True)
+class SweepBench:
+    study: str
+    runs: int
+    jobs: int
+    wall_s: float
+    runs_per_s: float
+    simulated_s_per_wall_s: float
+
+
+def run_sweep_benchmark(duration: str | None) -> SweepBench:
+    """Runs per second of a parallel sweep into a fresh database (simulation, series and
+    DuckDB commits included): the first variant of geo-leaky, one seed."""
+    import tempfile
+
+    from ..study.grid import load_study, study_from_dict
+    from ..study.presets import presets
+    from ..study.store import Store
+    from ..study.sweep import run_study
+
+    study = load_study(presets()[SWEEP_STUDY][0])
+    raw: dict[str, Any] = dict(study.base)
+    raw["sweep"] = {a.path: list(a.values) for a in study.axes}
+    raw["sweep"]["repetitions"] = 1
+    if duration is not None:
+        raw["duration"] = duration
+    raw["study"] = {"name": f"bench-{study.name}"}
+    small = study_from_dict(raw, default_name=study.name, base_dir=study.base_dir)
+    jobs = os.cpu_count() or 1
+    with tempfile.TemporaryDirectory() as tmp:
+        summary = run_study(small, Store(Path(tmp) / "bench.duckdb"), jobs=jobs, progress=False)
+    simulated_s = summary.ran * parse_duration_ns(raw["duration"]) / 1e9
+    return SweepBench(
+        study=f"{study.name} (1 variant, 1 seed)",
+        runs=summary.ran,
+        jobs=jobs,
+        wall_s=summary.wall_s,
+        runs_per_s=summary.runs_per_s,
+        simulated_s_per_wall_s=simulated_s / summary.wall_s,
+    )
+
+
+@dataclass(frozen=True)
+class StartupBench:
+    """Best wall time of a command in a fresh interpreter, and of the bare interpreter with
+    pydantic imported (what any command that reads a scenario needs anyway)."""
+
+    command: str
+    best_s: float
+    baseline_s: float
+
+    @property
+    def above_baseline_s(self) -> float:
+        return self.best_s - self.baseline_s
+
+
+#: the commands whose start-up is measured: they must stay quick (STYLE: heavy imports lazy)
+STARTUP_COMMANDS: Final = (("--version",), ("--help",), ("run", "--help"))
+
+
+def _best_wall_s(argv: Sequence[str], repeat: int) -> float:
+    import subprocess
+    import time
+
+    best = math.inf
+    for _ in range(repeat):
+        start = time.perf_counter()
+        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def run_startup_benchmark(repeat: int = 10) -> list[StartupBench]:
+    """`tcplab COMMAND` start-up against `python -c "import pydantic"`, best of `repeat`."""
+    baseline = _best_wall_s([sys.executable, "-c", "import pydantic"], repeat)
+    return [
+        StartupBench(
+            " ".join(("tcplab", *command)),
+            _best_wall_s([sys.executable, "-m", "tcplab", *command], repeat),
+            baseline,
+        )
+        for command in STARTUP_COMMANDS
+    ]
+
+
+def _print(rows: Sequence[BenchRow]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"tcplab {__version__} (core {_core.core_version()}) benchmarks")
+    headers = ("scenario", "simulated s", "best wall s", "events/s", "delivered pkts/s")
+    for header in (*headers, "reference", "speed-up"):
+        table.add_column(header, justify="left" if header in ("scenario", "reference") else "right")
+    for row in rows:
+        table.add_row(
+            row.name,
+            f"{row.simulated_s:g}",
+            f"{row.best_wall_s:.3f}",
+            f"{row.events_per_s:,.0f}",
+            f"{row.delivered_pkts_per_s:,.0f}",
+            row.ns3_reference,
+            row.speedup,
+        )
+    Console(highlight=False, width=None if sys.stdout.isatty() else 160).print(table)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tcplab.tools.bench", description=__doc__)
+    parser.add_argument("--repeat", type=int, default=3, help="runs per scenario (best counts)")
+    parser.add_argument("--duration", default=None, help='simulated time (default "600s")')
+    parser.add_argument("--out", default="bench-out", help="directory for bench.json")
+    parser.add_argument("--no-sweep", action="store_true", help="skip the sweep benchmark")
+    args = parser.parse_args(argv)
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
+    try:
+        rows = run_benchmarks(args.repeat, args.duration)
+    except ScenarioError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    _print(rows)
+    startup = run_startup_benchmark()
+    for row in startup:
+        print(
+            f"start-up {row.command}: {row.best_s:.3f} s, {row.above_baseline_s:+.3f} s against "
+            f"the interpreter with pydantic ({row.baseline_s:.3f} s); best of 10"
+        )
+    sweep = None if args.no_sweep else run_sweep_benchmark(args.duration)
+    if sweep is not None:
+        print(
+            f"sweep {sweep.study}: {sweep.runs} runs on {sweep.jobs} jobs in {sweep.wall_s:.1f} s"
+            f" = {sweep.runs_per_s:.1f} runs/s ({sweep.simulated_s_per_wall_s:,.0f} simulated s"
+            " per wall s, database writes included)"
+        )
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    report = {
+        "tcplab_version": __version__,
+        "core_version": _core.core_version(),
+        "model_version": _core.model_version(),
+        "git_commit": git_commit(),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "repeat": args.repeat,
+        "benchmarks": [asdict(row) for row in rows],
+        "sweep": None if sweep is None else asdict(sweep),
+        "startup": [{**asdict(row), "above_baseline_s": row.above_baseline_s} for row in startup],
+    }
+    (out_dir / "bench.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {out_dir / 'bench.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
