@@ -481,3 +481,75 @@ impl RcvSpace {
         new != 0 && new >= 2 * now_win
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn autotuned() -> RcvSpace {
+        RcvSpace::new(RcvBufPolicy::Autotune, TCP_RMEM_MAX_BYTES, 1448, true)
+    }
+
+    #[test]
+    fn a_full_sized_segment_takes_2304_bytes_of_buffer_at_ratio_160() {
+        // 1448 B + 52 B headers = 1500; + 64 + 320 = 1884 -> 2048 (kmalloc), + 256 = 2304.
+        assert_eq!(skb_truesize(1500), 2304);
+        assert_eq!((1448u64 << RMEM_TO_WIN_SCALE) / 2304, 160);
+    }
+
+    #[test]
+    fn right_sizing_grows_as_the_kernel_traced_it() {
+        // tcp_rcvbuf_grow events of a Linux 6.18 trace (terrestrial 10 Mbit/s, 40 ms):
+        // space 15928 -> 30408 gave rcvbuf 274224 and window_clamp 171390; space 30408 ->
+        // 57920 gave 520726 and 325453. By hand: rcvwin = 2 x 30408 + 2 x (60816 x 14480 /
+        // 15928 = 55287) = 171390 -> 171390 x 256 / 160 = 274224; then 2 x 57920 + 2 x (115840
+        // x 27512 / 30408 = 104807) = 325454 -> 520726, whose window is 325453.
+        let mut s = autotuned();
+        s.scaling_ratio = 160;
+        s.space = 15_928;
+        s.rcvbuf_grow(30_408, 0);
+        assert_eq!((s.rcvbuf, s.window_clamp), (274_224, 171_390));
+        s.rcvbuf_grow(57_920, 0);
+        assert_eq!((s.rcvbuf, s.window_clamp), (520_726, 325_453));
+        // Capped at tcp_rmem[2] = 6 MiB, a window of 6291456 x 160 / 256 = 3932160 B.
+        s.rcvbuf_grow(4_000_000, 0);
+        assert_eq!((s.rcvbuf, s.window_clamp), (6_291_456, 3_932_160));
+    }
+
+    #[test]
+    fn out_of_order_data_grows_the_buffer_by_its_span() {
+        // tcp_data_queue_ofo: rcvwin = 2 x space + span = 2 x 14480 + 200000 = 228960 at the
+        // ratio 128 asks for 457920 B of buffer.
+        let mut s = autotuned();
+        assert!(!s.ofo_queued(1448, 2304, 0, false, 200_000));
+        assert_eq!(s.rcvbuf, 457_920);
+        assert_eq!(s.space, 14_480);
+    }
+
+    #[test]
+    fn the_offered_right_edge_never_retreats() {
+        // 65160 B offered at rcv_nxt 0; with 70000 B held the free space is (131072 -
+        // 70000) x 128 / 256 = 30536 B, less than half the clamp (64088 / 2), which also ends
+        // quick-ACK mode; but the window stays at what is left of the offer: 65160 - 1448 =
+        // 63712, aligned up to 63744.
+        let mut s = autotuned();
+        let (wnd, quick_off) = s.select_window(1448, 0, 70_000, None);
+        assert_eq!((wnd, quick_off), (63_744, true));
+    }
+
+    #[test]
+    fn without_window_scaling_the_offer_is_whole_segments_within_the_16_bit_field() {
+        // SO_RCVBUF 65535: 131070 B of buffer; 45 segments (65160 B) offered at first. After
+        // the ratio 160 (clamp 81918) rcv_ssthresh opens toward the free space, and a window
+        // is rounded down to whole segments (80 KB -> 55 x 1448 = 79640) and sent as 65535.
+        let mut s = RcvSpace::new(RcvBufPolicy::Locked, 65_535, 1448, false);
+        assert_eq!((s.wscale, s.rcv_wnd), (0, 65_160));
+        for _ in 0..10 {
+            s.data_recv(SimTime::ZERO, 1448, 2304, 1448, 2304);
+        }
+        // (131070 - 2304) x 160 / 256 = 80478 B free.
+        assert_eq!(s.rcv_ssthresh, 80_478);
+        assert_eq!(s.select_window(1448, 0, 2304, None), (65_535, false));
+        assert_eq!(s.rcv_wnd, 79_640);
+    }
+}

@@ -1111,6 +1111,175 @@ mod tests {
         );
     }
 
+    // --- Linux receive window (numbers worked from the kernel's formulas; the windows
+    // and ACK sizes are those a tcp_probe trace of Linux 6.18 shows) -----------------
+
+    /// A Linux receiver (MSS 1448 with timestamps), established at `t_ns`.
+    fn linux_rx(rcvbuf: RcvBufPolicy, rwnd_bytes: u64, t_ns: u64) -> Receiver {
+        let mut r = Receiver::new(
+            0,
+            ReceiverConfig {
+                mss: 1448,
+                sack: true,
+                dsack: true,
+                timestamps: true,
+                delayed_ack: true,
+                rwnd_bytes,
+                rcvbuf,
+                window_scaling: true,
+                app: AppConfig::Bulk,
+                ecn: EcnEcho::Off,
+            },
+        );
+        r.establish(SimTime(t_ns));
+        r
+    }
+
+    /// Segment `k` (from 1) of a 1448-byte stream, echoing `ts_ecr` (0: none).
+    fn seg_k(k: u64, ts_ecr: u64) -> Packet {
+        Packet {
+            kind: PacketKind::Data,
+            seq: (k - 1) * 1448,
+            len: 1448,
+            ts_val: 7,
+            ts_ecr,
+            ..Default::default()
+        }
+    }
+
+    /// Feed segment `k` at `t_ns`; the window of each ACK it drew (none: delayed).
+    fn feed(r: &mut Receiver, k: u64, t_ns: u64, ts_ecr: u64) -> Vec<u64> {
+        let mut out = vec![];
+        r.on_data(SimTime(t_ns), &seg_k(k, ts_ecr), &mut out);
+        out.iter().map(|p| p.wnd).collect()
+    }
+
+    #[test]
+    fn linux_initial_window_is_45_segments_of_the_128k_default_buffer() {
+        // tcp_rmem[1] = 131072 B at the default ratio 1/2 backs 65536 B: 45 whole segments
+        // (65160 B) are offered. init_buffer_space keeps one segment back from the clamp
+        // (65536 - 1448 = 64088), and right-sizing expects 10 segments per RTT at first.
+        let r = linux_rx(RcvBufPolicy::Autotune, 6 * 1024 * 1024, 0);
+        let s = r.rcv_space().unwrap();
+        assert_eq!((s.rcv_wnd, s.syn_window()), (65_160, 65_160));
+        assert_eq!((s.window_clamp, s.rcv_ssthresh), (64_088, 64_088));
+        assert_eq!((s.rcvbuf, s.space, s.scaling_ratio), (131_072, 14_480, 128));
+        // Window scale: ilog2(tcp_rmem[2] = 6 MiB) - 15 = 22 - 15 = 7.
+        assert_eq!(s.wscale, 7);
+    }
+
+    #[test]
+    fn linux_first_segments_are_each_acked_while_rcv_ssthresh_opens() {
+        // Segment 1 (truesize 2304) sets the ratio to 1448 * 256 / 2304 = 160: the clamp
+        // becomes 131072 * 160 / 256 = 81920 and rcv_ssthresh the window offered, 65160.
+        // With the segment held, the free space is (131072 - 2304) * 160 / 256 = 80480, so
+        // rcv_ssthresh grows by 2 x 1448 per segment: 68056, 70952, 73848, 76744, 79640, then
+        // the last 840 B to 80480 (windows aligned up to 128 B, the window scale 7). Each step
+        // ACKs at once, and quick |= 1 turns the 16 quick ACKs' even count odd, so the steps
+        // use none of them: 6 + 16 = 22 single ACKs, then one per two segments.
+        let mut r = linux_rx(RcvBufPolicy::Autotune, 6 * 1024 * 1024, 0);
+        let mut windows = vec![];
+        for k in 1..=22 {
+            let acks = feed(&mut r, k, k * 1_200_000, 0);
+            assert_eq!(acks.len(), 1, "segment {k} is ACKed at once");
+            windows.push(acks[0]);
+        }
+        assert_eq!(
+            windows[..7],
+            [68_096, 71_040, 73_856, 76_800, 79_744, 80_512, 80_512]
+        );
+        assert_eq!(r.rcv_space().unwrap().rcv_ssthresh, 80_480);
+        // Once rcv_ssthresh has reached the free space, ACKs pair up.
+        assert!(feed(&mut r, 23, 23 * 1_200_000, 0).is_empty());
+        assert_eq!(feed(&mut r, 24, 24 * 1_200_000, 0), [80_512]);
+    }
+
+    #[test]
+    fn linux_right_sizing_grows_the_buffer_and_single_acks_resume() {
+        // RTT 42 ms, 1.2 ms per segment: rounds of 10, 20 and 40 segments from 42, 84 and
+        // 126 ms; the handshake completed at 42 ms, and each round echoes a TSval one RTT old,
+        // so the receiver's RTT estimate is 42 ms (timestamps count in ms).
+        let ms = 1_000_000u64;
+        let mut r = linux_rx(RcvBufPolicy::Autotune, 6 * 1024 * 1024, 42 * ms);
+        let at = |k: u64| match k {
+            1..=10 => 42 * ms + (k - 1) * 1_200_000,
+            11..=30 => 84 * ms + (k - 11) * 1_200_000,
+            _ => 126 * ms + (k - 31) * 1_200_000,
+        };
+        let echo = |k: u64| match k {
+            1..=10 => 1,
+            11..=30 => 42 * ms,
+            _ => 84 * ms,
+        };
+        let mut acks = vec![];
+        for k in 1..=30 {
+            acks.push(feed(&mut r, k, at(k), echo(k)).len());
+        }
+        // 22 single ACKs (see above), then pairs.
+        assert_eq!(acks[..22], [1; 22]);
+        assert_eq!(acks[22..], [0, 1, 0, 1, 0, 1, 0, 1]);
+        // The first measurement (segment 11, one RTT after the handshake): 11 segments read,
+        // 15928 B > 14480 B: rcvwin = 2 x 15928 + 2 x (31856 x 1448 / 14480 = 3185) = 38226,
+        // whose 38226 x 256 / 160 = 61161 B of buffer are less than the 131072 B held.
+        assert_eq!(r.rcv_space().unwrap().space, 15_928);
+        assert_eq!(r.rcv_space().unwrap().rcvbuf, 131_072);
+        // Segment 31 (126 ms) still finds no room, and waits for a second one. Its read is
+        // the next measurement: 20 segments (28960 B) since segment 11. rcvwin = 2 x 28960
+        // plus 2 x (57920 x (28960 - 15928) / 15928 = 47389) = 152698; the buffer grows to
+        // 152698 x 256 / 160 = 244316 B, the clamp to 244316 x 160 / 256 = 152697 B.
+        assert!(feed(&mut r, 31, at(31), echo(31)).is_empty());
+        let s = r.rcv_space().unwrap();
+        assert_eq!(
+            (s.space, s.rcvbuf, s.window_clamp),
+            (28_960, 244_316, 152_697)
+        );
+        // Room again: rcv_ssthresh opens 2896 B per segment from 80480 (83376, 86272, 89168,
+        // 92064; aligned to 128 B) and every segment is ACKed at once.
+        let mut windows = vec![];
+        for k in 32..=35 {
+            let a = feed(&mut r, k, at(k), echo(k));
+            assert_eq!(a.len(), 1, "segment {k} is ACKed at once");
+            windows.push(a[0]);
+        }
+        assert_eq!(windows, [83_456, 86_272, 89_216, 92_160]);
+    }
+
+    #[test]
+    fn linux_explicit_rwnd_is_a_fixed_buffer_that_right_sizing_leaves_alone() {
+        // SO_RCVBUF = 100000 B: a 200000 B buffer, of which ratio 1/2 backs 100000 B: 69
+        // whole segments (99912 B) offered, the SYN-ACK's field carrying 65535. The clamp
+        // (100000 - 1448 = 98552 after init) grows with the ratio 160 to 125000 B; the window
+        // then opens up to the free space with one segment held, (200000 - 2304) x 160 /
+        // 256 = 123560 B (window scale ilog2(100000) - 15 = 1), and no further: the buffer
+        // stays at 200000 B however much is read per RTT.
+        let ms = 1_000_000u64;
+        let mut r = linux_rx(RcvBufPolicy::Locked, 100_000, 42 * ms);
+        {
+            let s = r.rcv_space().unwrap();
+            assert_eq!((s.rcv_wnd, s.syn_window(), s.wscale), (99_912, 65_535, 1));
+            assert_eq!(
+                (s.rcvbuf, s.window_clamp, s.rcv_ssthresh),
+                (200_000, 98_552, 98_552)
+            );
+        }
+        let mut last = 0;
+        for k in 1..=200 {
+            let round = (k - 1) / 50;
+            let t = 42 * ms * (round + 1) + ((k - 1) % 50) * 1_200_000;
+            if let Some(&w) = feed(&mut r, k, t, 42 * ms * round + 1).last() {
+                last = w;
+            }
+        }
+        let s = r.rcv_space().unwrap();
+        assert_eq!((s.rcvbuf, s.window_clamp), (200_000, 125_000));
+        assert_eq!(
+            s.space,
+            50 * 1448,
+            "right-sizing measures 50 segments per RTT"
+        );
+        assert_eq!(last, 123_560);
+    }
+
     // --- teardown (file downloads) ---------------------------------------------------
 
     /// A file client (2000 B file) that is receiving data, in delayed-ACK mode.
