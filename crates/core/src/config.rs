@@ -278,7 +278,7 @@ impl Default for TcpConfig {
             dsack: true,
             timestamps: true,
             initial_window_pkts: 10,
-            rwnd_bytes: 6 * 1024 * 1024,
+            rwnd_bytes: crate::tcp::rcvbuf::TCP_RMEM_MAX_BYTES,
             window_scaling: true,
             delayed_ack: true,
             frto: true,

@@ -7,6 +7,7 @@ use crate::event::TimerSlot;
 use crate::net::packet::Packet;
 use crate::rng::SimRng;
 use crate::tcp::ns2::{self, Ns2Sender};
+use crate::tcp::rcvbuf::{RcvBufPolicy, TCP_RMEM_MAX_BYTES};
 use crate::tcp::receiver::{EcnEcho, Receiver, ReceiverConfig};
 use crate::tcp::sender::{Sender, SenderConfig, SenderStats};
 use crate::time::SimTime;
@@ -249,6 +250,15 @@ pub fn build(seed: u64, spec: &ConnSpec<'_>, session: u32) -> Result<Flow, Confi
         timestamps: t.timestamps,
         delayed_ack: t.delayed_ack,
         rwnd_bytes: rwnd,
+        // Linux's default tcp_rmem[2] autotunes; any other rwnd is the SO_RCVBUF that
+        // `tcplab emulate` gives an end host's socket, which turns autotuning off. A PEP's
+        // relay sets no SO_RCVBUF: its sockets autotune up to rwnd (its tcp_rmem[2]).
+        rcvbuf: if rwnd == TCP_RMEM_MAX_BYTES || spec.relay_limit.is_some() {
+            RcvBufPolicy::Autotune
+        } else {
+            RcvBufPolicy::Locked
+        },
+        window_scaling: t.window_scaling,
         app: spec.app,
         ecn: match (ecn, cc_needs_ecn) {
             (false, _) => EcnEcho::Off,
@@ -311,6 +321,8 @@ fn ns2_conn(
         timestamps: true,
         delayed_ack: t.delayed_ack,
         rwnd_bytes: rwnd,
+        rcvbuf: RcvBufPolicy::Fixed,
+        window_scaling: t.window_scaling,
         app: spec.app,
         ecn: EcnEcho::Off,
     };

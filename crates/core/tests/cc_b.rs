@@ -3,7 +3,7 @@
 mod common;
 use common::*;
 use tcplab_core::api;
-use tcplab_core::config::ScenarioConfig;
+use tcplab_core::config::{ScenarioConfig, TcpConfig};
 
 fn run(spec: &Spec) -> api::RunResult {
     api::run(spec.build()).expect("valid scenario")
@@ -30,9 +30,12 @@ fn with_competitor(spec: &Spec, other: &str) -> ScenarioConfig {
 
 #[test]
 fn hybla_ramps_up_several_times_faster_than_reno_over_500ms() {
-    // 100 Mbit/s, RTT 500 ms, 1-BDP queue (4167 packets: no loss), 6 MB receive window
-    // (4344 packets). One full packet takes 0.12 ms at the bottleneck (8333 pkt/s).
-    // Data starts at 0.5 s (after SYN/SYN-ACK) and arrives 0.25 s later.
+    // 100 Mbit/s, RTT 500 ms, 1-BDP queue (4167 packets), a 6.3 MB SO_RCVBUF receive
+    // window: offered whole from the first ACK (4350 packets, above the BDP; an autotuned
+    // window would open over several RTTs and hold Hybla's burst back), then opened on
+    // to 1.25 × 6.3 MB (5438 packets), within BDP plus queue: no loss. One full packet
+    // takes 0.12 ms at the bottleneck (8333 pkt/s). Data starts at 0.5 s (after
+    // SYN/SYN-ACK) and arrives 0.25 s later.
     //
     // Reno: rounds of 10·2^k packets arrive from 0.75 + 0.5k s. Rounds 0..7 (2550 packets)
     // are complete by 5 s; round 8 (2560 packets, sent at twice the bottleneck rate) starts
@@ -50,6 +53,10 @@ fn hybla_ramps_up_several_times_faster_than_reno_over_500ms() {
         queue_pkts: 4167,
         duration_s: 6,
         cca,
+        tcp: TcpConfig {
+            rwnd_bytes: 6_300_000,
+            ..Default::default()
+        },
         ..Default::default()
     };
     let reno = packets_in_first(&run(&spec("reno")), 0, 5);

@@ -7,6 +7,7 @@ use tcplab_core::config::{AppConfig, Stack, TcpConfig};
 use tcplab_core::event::TimerSlot;
 use tcplab_core::net::packet::{Packet, PacketKind};
 use tcplab_core::tcp::ns2::{self, FlowTcp, Ns2Kind, Ns2Sender};
+use tcplab_core::tcp::rcvbuf::RcvBufPolicy;
 use tcplab_core::tcp::receiver::{EcnEcho, Receiver, ReceiverConfig};
 use tcplab_core::time::SimTime;
 
@@ -58,6 +59,8 @@ impl Harness {
                 timestamps: true,
                 delayed_ack: false,
                 rwnd_bytes: window_pkts * mss as u64,
+                rcvbuf: RcvBufPolicy::Fixed,
+                window_scaling: true,
                 app: AppConfig::Bulk,
                 ecn: EcnEcho::Off,
             },

@@ -315,3 +315,48 @@ fn recovery_variants_all_repair_losses_and_keep_the_link_busy() {
         );
     }
 }
+
+#[test]
+fn cubic_hystart_leaves_slow_start_on_the_ack_train_of_a_linux_receiver() {
+    // 10 Mbit/s, 10 ms one way, access links 1 Gbit/s and 0.01 ms: RTT 20.04 ms, one 1500 B
+    // packet per 1.2 ms at the bottleneck, a 2 x BDP queue of 34 packets.
+    //
+    // HyStart's ACK-train rule ends slow start once ACKs at most 2 ms apart
+    // (hystart_ack_delta) span more than (delay_min + 1 ms) / 2 from a round's first ACK.
+    // delay_min, the first RTT sample, is 20.04 ms plus 1.2 ms of serialization (and 24 us at
+    // the access links), 21.26 ms, so a train must span more than 11.13 ms: 10 intervals of
+    // 1.2 ms. Round 1 (IW 10) has 9 (10.8 ms). Round 2 sends 20 segments back to back, and
+    // the Linux receiver ACKs its first 12 one by one (its 16 quick ACKs plus the six steps
+    // that open rcv_ssthresh from 65160 to 80480 B: 22 single ACKs in all), so the 11th ACK
+    // of round 2 ends slow start with cwnd 20 + 10 = 30. ACKs every two segments (2.4 ms
+    // apart) after the quick ACKs would break the train: slow start then ends by the delay
+    // rule only, which took cwnd to 96 and overflowed the queue.
+    let mut cfg = Spec {
+        rtt_ms: 20.0,
+        rate_bps: 10_000_000,
+        return_rate_bps: 10_000_000,
+        queue_pkts: 34,
+        duration_s: 2,
+        cca: "cubic",
+        ..Default::default()
+    }
+    .build();
+    cfg.access.delay_ns = 10_000;
+    if let Some(b) = cfg.bottleneck.as_mut() {
+        b.forward.delay_ns = 10_000_000;
+        b.reverse.delay_ns = 10_000_000;
+    }
+    let mut sim = Simulation::new(cfg).expect("valid scenario");
+    let mut exit_pkts = None;
+    for step in 1..=10_000u64 {
+        sim.run_until(tcplab_core::time::SimTime(step * 100_000));
+        let s = &sim.flows[0].sender;
+        let ssthresh = s.ssthresh_bytes() / s.mss() as u64;
+        if ssthresh < 1 << 20 {
+            exit_pkts = Some(ssthresh);
+            break;
+        }
+    }
+    let exit = exit_pkts.expect("slow start ends within 1 s");
+    assert!((28..=32).contains(&exit), "slow start ended at cwnd {exit}");
+}

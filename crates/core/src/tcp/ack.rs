@@ -49,6 +49,11 @@ struct SackState {
 impl Sender {
     /// An ACK-bearing packet arrived from the receiver.
     pub fn on_packet(&mut self, now: SimTime, p: &Packet, out: &mut Vec<Packet>) {
+        // TS.Recent (RFC 7323 §4.3): every segment of the peer (pure ACKs never lie above
+        // the last sequence we acknowledged), an older TSval never replacing a newer (PAWS).
+        if self.cfg.timestamps && p.ts_val != 0 {
+            self.ts_recent = self.ts_recent.max(p.ts_val);
+        }
         match p.kind {
             PacketKind::Ack => {}
             PacketKind::Fin => return self.on_peer_fin(now, p, out),

@@ -4,6 +4,7 @@ pub mod ack;
 pub mod ca_state;
 pub mod ns2;
 pub mod rate;
+pub mod rcvbuf;
 pub mod receiver;
 pub mod rtt;
 pub mod scoreboard;

@@ -188,6 +188,9 @@ pub struct Sender {
     /// Per-connection timestamp offset (Linux `tsoffset`, random since 4.10): added to our
     /// TSvals and removed from the TSecr we receive, so only the peer sees it.
     pub ts_offset: u64,
+    /// RFC 7323 TS.Recent: the peer's newest TSval, echoed in our data segments (the
+    /// receiver times its RTT with the echo, Linux `tcp_rcv_rtt_measure_ts`).
+    pub(crate) ts_recent: u64,
     /// Set CWR on the next new data segment (Linux `TCP_ECN_QUEUE_CWR`).
     pub(crate) ecn_queue_cwr: bool,
     // timers
@@ -258,6 +261,7 @@ impl Sender {
             cwnd_usage_seq: 0,
             rcv_tsecr: 0,
             ts_offset: 0,
+            ts_recent: 0,
             ecn_queue_cwr: false,
             xmit_timer: None,
             icsk_rto: RTO_INIT,
@@ -377,6 +381,7 @@ impl Sender {
 
     fn data_packet(&mut self, now: SimTime, seq: u64, len: u32, retrans: bool) -> Packet {
         let mut p = self.header(PacketKind::Data, now);
+        p.ts_ecr = self.ts_recent;
         p.seq = seq;
         p.len = len;
         p.wire_bytes = Packet::wire_size(len, self.cfg.timestamps, 0);
