@@ -15,9 +15,9 @@ const SOURCES: &[&str] = &[
     "src",
     "Cargo.toml",
     "../core/src/net",
-    "../core/src/rng.rs",
-    "../core/src/stats.rs",
-    "../core/src/time.rs",
+    "../core/src/engine/rng.rs",
+    "../core/src/engine/stats.rs",
+    "../core/src/engine/time.rs",
 ];
 
 fn files_below(path: &Path, out: &mut Vec<PathBuf>) {

@@ -3,9 +3,9 @@
 //! scenarios are errors, and an internal panic is caught and reported as an error.
 use crate::app::udp::{UdpSink, UdpSource};
 use crate::cc::{self, CongestionControl};
-use crate::config::{AppConfig, ConfigError, ScenarioConfig};
-use crate::series::FlowSeries;
-use crate::session::{Relay, Session, SessionKind};
+use crate::scenario::{AppConfig, ConfigError, ScenarioConfig};
+use crate::sim::flow::{Relay, Session, SessionKind};
+use crate::sim::series::FlowSeries;
 use crate::sim::Simulation;
 use serde::Serialize;
 
@@ -144,7 +144,7 @@ pub struct RunResult {
     pub series: SeriesResult,
 }
 
-fn rtt_result(h: &crate::stats::LogHistogram) -> RttResult {
+fn rtt_result(h: &crate::engine::stats::LogHistogram) -> RttResult {
     RttResult {
         count: h.count(),
         mean_ns: h.mean(),
@@ -157,7 +157,7 @@ fn rtt_result(h: &crate::stats::LogHistogram) -> RttResult {
 }
 
 /// RTT statistics of a sender whose flow ends at `end_ns`.
-fn sender_rtt(st: &crate::tcp::sender::SenderStats, end_ns: u64) -> RttResult {
+fn sender_rtt(st: &crate::tcp::linux::sender::SenderStats, end_ns: u64) -> RttResult {
     RttResult {
         srtt_time_mean_ns: st.srtt_time_mean_ns(end_ns),
         ..rtt_result(&st.rtt)
@@ -288,7 +288,7 @@ fn cbr_flow(
         completion_ns: None,
         server_done_ns: None,
         closed_ns: None,
-        rtt: rtt_result(&crate::stats::LogHistogram::default()),
+        rtt: rtt_result(&crate::engine::stats::LogHistogram::default()),
         rto_count: 0,
         fast_recoveries: 0,
         spurious_undos: 0,

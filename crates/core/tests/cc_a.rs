@@ -8,7 +8,7 @@
 mod common;
 use common::*;
 use tcplab_core::api;
-use tcplab_core::config::TcpConfig;
+use tcplab_core::scenario::TcpConfig;
 
 const MSS: f64 = 1448.0;
 

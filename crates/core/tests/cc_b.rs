@@ -3,7 +3,7 @@
 mod common;
 use common::*;
 use tcplab_core::api;
-use tcplab_core::config::ScenarioConfig;
+use tcplab_core::scenario::ScenarioConfig;
 
 fn run(spec: &Spec) -> api::RunResult {
     api::run(spec.build()).expect("valid scenario")
@@ -294,8 +294,8 @@ fn lp_with_random_timestamp_offsets_stops_yielding_after_its_first_cut() {
     assert!(lp > 0.3 * reno, "lp {lp} vs reno {reno}");
 }
 
-fn no_ts_offsets() -> tcplab_core::config::TcpConfig {
-    tcplab_core::config::TcpConfig {
+fn no_ts_offsets() -> tcplab_core::scenario::TcpConfig {
+    tcplab_core::scenario::TcpConfig {
         random_ts_offset: false,
         ..Default::default()
     }

@@ -9,7 +9,7 @@
 mod common;
 use common::*;
 use tcplab_core::api;
-use tcplab_core::config::ScenarioConfig;
+use tcplab_core::scenario::ScenarioConfig;
 
 fn run(cfg: ScenarioConfig) -> api::RunResult {
     api::run(cfg).expect("valid scenario")

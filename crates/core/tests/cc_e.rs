@@ -2,9 +2,9 @@
 //! utilization (Alizadeh et al. 2010), LEDBAT holds TARGET of queuing delay alone and
 //! yields to loss-based TCP (RFC 6817).
 mod common;
-use tcplab_core::config::*;
+use tcplab_core::engine::time::SimTime;
+use tcplab_core::scenario::*;
 use tcplab_core::sim::Simulation;
-use tcplab_core::time::SimTime;
 
 /// Wire size of a full data segment (1448 B payload + 52 B headers).
 const WIRE_BITS: f64 = 1500.0 * 8.0;

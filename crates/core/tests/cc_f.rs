@@ -19,9 +19,9 @@ mod common;
 use common::*;
 use tcplab_core::api;
 use tcplab_core::cc::{Cc, CongestionControl};
-use tcplab_core::config::TcpConfig;
+use tcplab_core::engine::time::{SimDuration, SimTime};
+use tcplab_core::scenario::TcpConfig;
 use tcplab_core::sim::Simulation;
-use tcplab_core::time::{SimDuration, SimTime};
 
 /// Payload rate of the 4 Mbit/s bottleneck: 4e6 · 1448/1500.
 const PAYLOAD_CEILING_BPS: f64 = 3.861e6;

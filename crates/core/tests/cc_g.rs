@@ -3,12 +3,12 @@
 mod common;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
-use tcplab_core::config::{AppConfig, Stack, TcpConfig};
-use tcplab_core::event::TimerSlot;
+use tcplab_core::engine::event::TimerSlot;
+use tcplab_core::engine::time::SimTime;
 use tcplab_core::net::packet::{Packet, PacketKind};
+use tcplab_core::scenario::{AppConfig, Stack, TcpConfig};
 use tcplab_core::tcp::ns2::{self, FlowTcp, Ns2Kind, Ns2Sender};
 use tcplab_core::tcp::receiver::{EcnEcho, Receiver, ReceiverConfig};
-use tcplab_core::time::SimTime;
 
 // --- a two-node harness with a deterministic drop list ------------------------------------
 
@@ -353,8 +353,8 @@ fn slow_start_overflow_sack_agents_resend_only_what_was_lost() {
 
 /// The `goodput-ns2` study: 4 senders behind 10 Mbit/s access links (1 ms), a 100 Mbit/s,
 /// 3 ms bottleneck with a 64-packet DropTail queue, `window_` 128 packets, 11 s.
-fn goodput_ns2_scenario(cca: &str, mss: u32) -> tcplab_core::config::ScenarioConfig {
-    use tcplab_core::config::*;
+fn goodput_ns2_scenario(cca: &str, mss: u32) -> tcplab_core::scenario::ScenarioConfig {
+    use tcplab_core::scenario::*;
     let dir = DirConfig {
         rate_bps: 100_000_000,
         delay_ns: 3_000_000,
@@ -569,7 +569,7 @@ fn goodput_study_with_drop_tail_access_queues_orders_the_classic_stacks() {
             "bottleneck": {"forward": d, "reverse": d},
             "access": {"rate_bps": 10_000_000, "delay_ns": 100_000, "queue_pkts": 64},
             "flows": flows});
-        let cfg = tcplab_core::config::ScenarioConfig::from_json(&v.to_string()).unwrap();
+        let cfg = tcplab_core::scenario::ScenarioConfig::from_json(&v.to_string()).unwrap();
         let r = tcplab_core::api::run(cfg).unwrap();
         let g: f64 = r.flows.iter().map(|f| f.goodput_bps).sum();
         let rto: u64 = r.flows.iter().map(|f| f.rto_count).sum();

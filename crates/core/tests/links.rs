@@ -2,10 +2,10 @@
 //! delay traces, Mahimahi delivery traces, RED and CoDel — at the link level (a `Link`
 //! driven directly) and in full simulations; plus the validation of the new fields.
 use tcplab_core::api::{self, RunResult};
-use tcplab_core::config::*;
+use tcplab_core::engine::time::SimTime;
 use tcplab_core::net::link::{Admission, Link};
+use tcplab_core::scenario::*;
 use tcplab_core::sim::Simulation;
-use tcplab_core::time::SimTime;
 
 const MS: u64 = 1_000_000;
 const S: u64 = 1_000_000_000;

@@ -1,8 +1,8 @@
 //! Split-TCP PEPs, multi-segment paths and CBR traffic.
 use serde_json::json;
 use tcplab_core::api::{self, RunResult};
-use tcplab_core::config::ScenarioConfig;
-use tcplab_core::session::SessionKind;
+use tcplab_core::scenario::ScenarioConfig;
+use tcplab_core::sim::flow::SessionKind;
 use tcplab_core::sim::Simulation;
 
 fn dir(rate: u64, delay_ms: f64, per: f64, queue_pkts: u64) -> serde_json::Value {

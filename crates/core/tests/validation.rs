@@ -4,7 +4,7 @@
 mod common;
 use common::*;
 use tcplab_core::api;
-use tcplab_core::config::{AppConfig, TcpConfig};
+use tcplab_core::scenario::{AppConfig, TcpConfig};
 use tcplab_core::sim::Simulation;
 
 fn run(spec: &Spec) -> api::RunResult {

@@ -8,10 +8,10 @@
 //! the packet must leave the far end. The engine holds the packet until then. Everything
 //! here is pure: time comes in as an argument, so the tests drive it with made-up instants.
 use crate::config::{DirConfig, GilbertElliott, RatePoint};
+use tcplab_core::engine::rng::SimRng;
+use tcplab_core::engine::stats::{LogHistogram, TimeWeighted};
+use tcplab_core::engine::time::{serialization_time, SimDuration, SimTime};
 use tcplab_core::net::link::{stream_name, Admission, ErrorModel, Link, LinkStats, QueueLimit};
-use tcplab_core::rng::SimRng;
-use tcplab_core::stats::{LogHistogram, TimeWeighted};
-use tcplab_core::time::{serialization_time, SimDuration, SimTime};
 
 /// What happens to an offered packet.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

@@ -23,7 +23,7 @@
 //! - Entering Loss (RTO) resets all state (Wmax included). Undo is Reno's.
 use super::{AckSample, CaState, CcInfo, CongestionControl, FlowInit, LossKind, ParamSpec};
 use super::{CwndEvent, Params, Window};
-use crate::config::ConfigError;
+use crate::scenario::ConfigError;
 
 const BETA_SCALE: u32 = 1024;
 /// Binary search divisor: go to (max + min)/B.
@@ -283,7 +283,7 @@ impl CongestionControl for Bic {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time::SimTime;
+    use crate::engine::time::SimTime;
     use std::collections::BTreeMap;
 
     fn bic() -> (Bic, Window) {

@@ -9,7 +9,7 @@ use super::{
     AckSample, CaState, CcInfo, CongestionControl, CwndEvent, FlowInit, LossKind, ParamSpec,
     Params, Window,
 };
-use crate::config::ConfigError;
+use crate::scenario::ConfigError;
 
 const BETA_SCALE: u32 = 1024;
 /// 2^BICTCP_HZ time units per second.
@@ -427,7 +427,7 @@ impl CongestionControl for Cubic {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time::{SimDuration, SimTime};
+    use crate::engine::time::{SimDuration, SimTime};
     use std::collections::BTreeMap;
 
     fn cubic() -> (Cubic, Window) {

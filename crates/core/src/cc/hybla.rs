@@ -33,7 +33,7 @@ use super::{
     AckFlags, AckSample, CaState, CcInfo, CongestionControl, CwndEvent, FlowInit, LossKind,
     ParamSpec, Params, Window,
 };
-use crate::config::ConfigError;
+use crate::scenario::ConfigError;
 
 /// `snd_cwnd_clamp` set by `hybla_init`.
 const HYBLA_CWND_CLAMP: u32 = 65_535;
@@ -217,7 +217,7 @@ impl CongestionControl for Hybla {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time::SimDuration;
+    use crate::engine::time::SimDuration;
     use std::collections::BTreeMap;
 
     /// A Hybla flow initialised (TX_START) with an SRTT of `srtt_ms`, IW 10.

@@ -41,7 +41,7 @@
 //! as written), which grows by at most GAIN packets per RTT.
 use super::Window;
 use super::{AckSample, CcInfo, CongestionControl, FlowInit, LossKind, ParamSpec, Params};
-use crate::config::ConfigError;
+use crate::scenario::ConfigError;
 use std::collections::VecDeque;
 
 /// Length of a base-delay bucket (RFC 6817 §2.4.2: "each minimum is measured over a period
@@ -288,7 +288,7 @@ impl Ledbat {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time::SimTime;
+    use crate::engine::time::SimTime;
     use std::collections::BTreeMap;
 
     const MS: u64 = 1_000_000;

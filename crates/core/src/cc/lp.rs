@@ -33,7 +33,7 @@
 //! timestamps every sample is invalid and TCP-LP behaves as Reno.
 use super::reno::Reno;
 use super::{AckSample, CcInfo, CongestionControl, FlowInit, LossKind, Params, Window};
-use crate::config::ConfigError;
+use crate::scenario::ConfigError;
 
 /// Nanoseconds per tick of the TCP timestamp clock (Linux `TCP_TS_HZ` = 1000).
 const NS_PER_TS_TICK: u64 = 1_000_000;
@@ -188,7 +188,7 @@ impl CongestionControl for Lp {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time::{SimDuration, SimTime};
+    use crate::engine::time::{SimDuration, SimTime};
     use std::collections::BTreeMap;
 
     fn lp() -> (Lp, Window) {

@@ -41,7 +41,6 @@ pub mod yeah;
 
 // -- group D: bbr, bbr3
 pub mod bbr;
-pub mod bbr3;
 
 // -- group E: dctcp, ledbat
 pub mod dctcp;
@@ -52,10 +51,10 @@ pub mod wave;
 
 // -- group G: ns-2 stacks (tahoe, sack, fack, ...)
 
-use crate::config::ConfigError;
-use crate::rng::SimRng;
-use crate::tcp::rate::RateSample;
-use crate::time::{SimDuration, SimTime};
+use crate::engine::rng::SimRng;
+use crate::engine::time::{SimDuration, SimTime};
+use crate::scenario::ConfigError;
+use crate::tcp::linux::rate::RateSample;
 use std::collections::BTreeMap;
 
 /// Linux `TCP_INFINITE_SSTHRESH`.
@@ -481,8 +480,8 @@ pub enum Cc {
     Compound(Box<compound::Compound>),
 
     // -- group D
-    Bbr(Box<bbr::Bbr>),
-    Bbr3(Box<bbr3::Bbr3>),
+    Bbr(Box<bbr::v1::Bbr>),
+    Bbr3(Box<bbr::v3::Bbr3>),
 
     // -- group E
     Dctcp(dctcp::Dctcp),
@@ -615,8 +614,8 @@ pub fn catalogue() -> Vec<CcInfo> {
         fast::INFO,
         compound::INFO,
         // -- group D
-        bbr::INFO,
-        bbr3::INFO,
+        bbr::v1::INFO,
+        bbr::v3::INFO,
         // -- group E
         dctcp::INFO,
         ledbat::INFO,
@@ -673,8 +672,8 @@ pub fn build(
         "compound" => Cc::Compound(Box::new(compound::Compound::new(&p, init)?)),
 
         // -- group D
-        "bbr" => Cc::Bbr(Box::new(bbr::Bbr::new(&p, init, rng)?)),
-        "bbr3" => Cc::Bbr3(Box::new(bbr3::Bbr3::new(&p, init, rng)?)),
+        "bbr" => Cc::Bbr(Box::new(bbr::v1::Bbr::new(&p, init, rng)?)),
+        "bbr3" => Cc::Bbr3(Box::new(bbr::v3::Bbr3::new(&p, init, rng)?)),
 
         // -- group E
         "dctcp" => Cc::Dctcp(dctcp::Dctcp::new(&p, init)?),

@@ -6,7 +6,7 @@
 //! catalogue's `newreno` is ns-2's agent (`tcp::ns2`); `reno` with `tcp.stack = "ns2"` is
 //! ns-2's Reno.
 use super::{CcInfo, CongestionControl, FlowInit, LossKind, Params, Window};
-use crate::config::ConfigError;
+use crate::scenario::ConfigError;
 
 pub const INFO: CcInfo = CcInfo {
     name: "reno",

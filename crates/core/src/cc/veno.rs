@@ -24,7 +24,7 @@ use super::{
     AckSample, CaState, CcInfo, CongestionControl, CwndEvent, FlowInit, LossKind, ParamSpec,
     Params, Window,
 };
-use crate::config::ConfigError;
+use crate::scenario::ConfigError;
 
 /// Linux `V_PARAM_SHIFT`: N and β are kept with one fractional bit.
 const V_PARAM_SHIFT: u32 = 1;
@@ -185,7 +185,7 @@ impl CongestionControl for Veno {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time::SimDuration;
+    use crate::engine::time::SimDuration;
     use std::collections::BTreeMap;
 
     fn veno() -> (Veno, Window) {

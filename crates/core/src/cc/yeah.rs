@@ -29,7 +29,7 @@ use super::{
     AckSample, CaState, CcInfo, CongestionControl, CwndEvent, FlowInit, LossKind, ParamSpec,
     Params, Window,
 };
-use crate::config::ConfigError;
+use crate::scenario::ConfigError;
 
 /// Linux `TCP_SCALABLE_AI_CNT`.
 const SCALABLE_AI_CNT: u32 = 100;
@@ -242,7 +242,7 @@ impl CongestionControl for Yeah {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time::SimDuration;
+    use crate::engine::time::SimDuration;
     use std::collections::BTreeMap;
 
     const MSS: u64 = 1448;

@@ -32,14 +32,14 @@
 //! Loss (per/ber or Gilbert–Elliott) applies to packets that enter service; counters
 //! separate tail drops (`queue_drops`), early/dequeue drops (`aqm_drops`), outage losses
 //! (`outage_drops`) and errors (`error_drops`).
-use crate::config::{DirConfig, LossConfig};
-use crate::net::codel::{Codel, PacketQueue, Queued};
+use crate::engine::rng::SimRng;
+use crate::engine::stats::TimeWeighted;
+use crate::engine::time::{serialization_time, SimDuration, SimTime};
+use crate::net::aqm::codel::{Codel, PacketQueue, Queued};
+use crate::net::aqm::red::{Red, RedVerdict};
 use crate::net::loss::GilbertElliott;
-use crate::net::red::{Red, RedVerdict};
 use crate::net::trace::{DeliveryTrace, Outages, Plan, RateTrace, Service};
-use crate::rng::SimRng;
-use crate::stats::TimeWeighted;
-use crate::time::{serialization_time, SimDuration, SimTime};
+use crate::scenario::{DirConfig, LossConfig};
 use std::collections::VecDeque;
 
 /// Queue size limit (the packet in service is not counted, as in ns-3 and Linux qdiscs).
@@ -795,7 +795,7 @@ mod tests {
 #[cfg(test)]
 mod model_tests {
     use super::*;
-    use crate::config::{CodelConfig, DeliveryTraceConfig, QueueConfig, RatePoint, RedConfig};
+    use crate::scenario::{CodelConfig, DeliveryTraceConfig, QueueConfig, RatePoint, RedConfig};
 
     const MS: u64 = 1_000_000;
 

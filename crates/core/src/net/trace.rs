@@ -9,8 +9,8 @@
 //! can begin at `start` (the queue ahead of it is served) — when does it start, when is the
 //! transmitter free again, and when does it reach the far end? The link then commits the
 //! plan, or drops the packet (an outage) without touching the service state.
-use crate::config::{DeliveryTraceConfig, RatePoint};
-use crate::time::{serialization_time, SimDuration, SimTime};
+use crate::engine::time::{serialization_time, SimDuration, SimTime};
+use crate::scenario::{DeliveryTraceConfig, RatePoint};
 
 /// `[start, end)` intervals during which a link is down (sorted, disjoint).
 #[derive(Clone, Debug, Default)]

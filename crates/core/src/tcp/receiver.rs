@@ -13,12 +13,12 @@
 //! recently reported ones; at most 3 with timestamps (4 without), a D-SACK taking a slot.
 //! TSecr echoes TS.Recent, taken from segments at or below the last ACKed sequence, so the
 //! sender's RTT includes the delayed-ACK wait (RFC 7323).
-use crate::config::AppConfig;
-use crate::event::TimerSlot;
+use crate::engine::event::TimerSlot;
+use crate::engine::time::{SimDuration, SimTime};
 use crate::net::packet::{self, flags, Packet, PacketKind, SackBlock, SYN_OPTION_BYTES};
-use crate::tcp::rtt::RttEstimator;
-use crate::tcp::sender::REQUEST_BYTES;
-use crate::time::{SimDuration, SimTime};
+use crate::scenario::AppConfig;
+use crate::tcp::linux::rtt::RttEstimator;
+use crate::tcp::linux::sender::REQUEST_BYTES;
 use std::collections::BTreeMap;
 
 /// Linux `TCP_DELACK_MIN`.
@@ -318,7 +318,7 @@ impl Receiver {
                     return;
                 }
                 // Our FIN or its ACK was lost: send it again, backing off (RFC 6298 §5.5).
-                let rto = (self.hs_rtt.rto() * 2).min(crate::tcp::rtt::RTO_MAX);
+                let rto = (self.hs_rtt.rto() * 2).min(crate::tcp::linux::rtt::RTO_MAX);
                 self.hs_rtt.set_rto(rto);
                 self.send_fin(now, out);
             }
@@ -327,7 +327,7 @@ impl Receiver {
                     return;
                 }
                 self.hs_tries += 1;
-                let rto = (self.hs_rtt.rto() * 2).min(crate::tcp::rtt::RTO_MAX);
+                let rto = (self.hs_rtt.rto() * 2).min(crate::tcp::linux::rtt::RTO_MAX);
                 self.hs_rtt.set_rto(rto);
                 match self.state {
                     RcvState::SynSent => {
@@ -689,7 +689,7 @@ impl Receiver {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tcp::rtt::RTO_INIT;
+    use crate::tcp::linux::rtt::RTO_INIT;
 
     fn rx(delayed: bool) -> Receiver {
         let mut r = Receiver::new(

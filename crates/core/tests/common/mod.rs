@@ -1,6 +1,6 @@
 //! Scenario builders shared by the integration tests.
 #![allow(dead_code)]
-use tcplab_core::config::*;
+use tcplab_core::scenario::*;
 
 /// A dumbbell with the given round-trip propagation delay (access links 1 Gbit/s, 0.1 ms
 /// each way are part of it), bottleneck rate and forward PER.

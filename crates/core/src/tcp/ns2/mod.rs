@@ -44,7 +44,7 @@ pub mod vegas;
 pub use agent::{Ns2Config, Ns2Sender};
 
 use crate::cc::{CcInfo, ParamSpec, Params};
-use crate::config::{AppConfig, ConfigError, Stack};
+use crate::scenario::{AppConfig, ConfigError, Stack};
 use std::collections::BTreeMap;
 
 /// The ns-2 agent a flow runs.

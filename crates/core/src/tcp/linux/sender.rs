@@ -8,15 +8,15 @@
 //! MSS-sized and never re-packetized. The flow of an ACK is Linux's `tcp_ack` (see
 //! `ack.rs`); state transitions are `tcp_fastretrans_alert` and friends (`ca_state.rs`).
 use crate::cc::{CaState, Cc, CongestionControl, CwndEvent, Window};
-use crate::config::AppConfig;
-use crate::event::TimerSlot;
+use crate::engine::event::TimerSlot;
+use crate::engine::stats::{LogHistogram, TimeWeighted};
+use crate::engine::time::{serialization_time, SimDuration, SimTime};
 use crate::net::packet::{self, Packet, PacketKind, SYN_OPTION_BYTES};
-use crate::recovery::{Prr, Rack};
-use crate::stats::{LogHistogram, TimeWeighted};
-use crate::tcp::rate::RateSampler;
-use crate::tcp::rtt::{RttEstimator, WindowedMin, RTO_FALLBACK, RTO_INIT, RTO_MAX};
-use crate::tcp::scoreboard::{segflags, Scoreboard};
-use crate::time::{serialization_time, SimDuration, SimTime};
+use crate::scenario::AppConfig;
+use crate::tcp::linux::rate::RateSampler;
+use crate::tcp::linux::rtt::{RttEstimator, WindowedMin, RTO_FALLBACK, RTO_INIT, RTO_MAX};
+use crate::tcp::linux::scoreboard::{segflags, Scoreboard};
+use crate::tcp::linux::{Prr, Rack};
 
 /// Linux `tcp_min_rtt_wlen`: the min-RTT filter window.
 pub const MIN_RTT_WINDOW: SimDuration = SimDuration::from_secs(300);
@@ -207,7 +207,7 @@ pub struct Sender {
     /// RFC 6675 marking: segments below this were already examined.
     pub(crate) dupthresh_scan: u64,
     /// Reused buffer for per-ACK segment lists (no allocation per ACK).
-    pub(crate) scratch_segs: Vec<(u64, SimTime, u8, crate::tcp::rate::TxStamp, u32)>,
+    pub(crate) scratch_segs: Vec<(u64, SimTime, u8, crate::tcp::linux::rate::TxStamp, u32)>,
     /// Teardown of a file transfer (RFC 793 §3.5, the server closing first): when the FIN
     /// that rode on the last byte was acknowledged (FIN-WAIT-2), and when the peer's FIN
     /// arrived (TIME-WAIT).
@@ -801,7 +801,7 @@ impl Sender {
         let mut timeout = match self.rtt.srtt() {
             Some(srtt) => {
                 let extra = if self.sb.packets_out() == 1 {
-                    crate::tcp::rtt::RTO_MIN
+                    crate::tcp::linux::rtt::RTO_MIN
                 } else {
                     TLP_MIN_EXTRA
                 };
@@ -892,7 +892,7 @@ impl Sender {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rng::SimRng;
+    use crate::engine::rng::SimRng;
     use std::collections::BTreeMap;
 
     /// A Linux Reno file server (3 segments of 1000 B) that got the client's SYN and

@@ -17,8 +17,8 @@
 //!
 //! `interval/√count` is computed in integer nanoseconds (`isqrt(interval² / count)`), not
 //! with Linux's Newton-step reciprocal square root.
-use crate::config::CodelConfig;
-use crate::time::{SimDuration, SimTime};
+use crate::engine::time::{SimDuration, SimTime};
+use crate::scenario::CodelConfig;
 use std::collections::VecDeque;
 
 /// A packet waiting in an event-driven queue.

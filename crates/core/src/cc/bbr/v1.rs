@@ -26,13 +26,13 @@
 //! back by the sender, for PROBE_RTT), the EDT is `Window.next_departure`, and
 //! `sk_max_pacing_rate` is unlimited. The simulator sends single segments, so the TSO
 //! budget only shapes cwnd, as it does in the kernel's arithmetic.
-use super::{
+use crate::cc::{
     CaState, CcInfo, CongestionControl, CwndEvent, FlowInit, LossKind, ParamSpec, Params, Window,
 };
-use crate::config::ConfigError;
-use crate::rng::SimRng;
-use crate::tcp::rate::RateSample;
-use crate::tcp::rtt::WindowedMax;
+use crate::engine::rng::SimRng;
+use crate::scenario::ConfigError;
+use crate::tcp::linux::rate::RateSample;
+use crate::tcp::linux::rtt::WindowedMax;
 
 /// Bandwidth unit: packets per µs scaled by 2^24 (≈ 715 bit/s per unit at 1500 B).
 pub const BW_SCALE: u32 = 24;
@@ -354,7 +354,7 @@ impl Bbr {
         }
         self.initialized = true;
         self.prior_cwnd = 0;
-        w.ssthresh = super::INFINITE_SSTHRESH;
+        w.ssthresh = crate::cc::INFINITE_SSTHRESH;
         self.rtt_cnt = 0;
         self.next_rtt_delivered = w.delivered;
         self.prev_ca_state = CaState::Open;
@@ -955,8 +955,8 @@ impl CongestionControl for Bbr {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::tcp::rate::{RateSampler, TxStamp};
-    use crate::time::{SimDuration, SimTime};
+    use crate::engine::time::{SimDuration, SimTime};
+    use crate::tcp::linux::rate::{RateSampler, TxStamp};
     use std::collections::{BTreeMap, VecDeque};
 
     pub(crate) fn bbr_with(params: &[(&str, f64)], seed: u64) -> (Bbr, Window) {

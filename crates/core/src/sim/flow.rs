@@ -7,11 +7,11 @@
 //! side has them acknowledged, and the upstream receiver's advertised window shrinks as the
 //! buffer fills (backpressure: no byte is ever dropped by the PEP, memory stays bounded).
 use crate::app::udp::{UdpSink, UdpSource};
-use crate::config::{satellite_segment, AppConfig, ConfigError, PepMode, ScenarioConfig};
-use crate::conn::{self, ConnSpec, Flow};
+use crate::engine::stats::TimeWeighted;
+use crate::engine::time::SimTime;
 use crate::net::topology::{ConnPlan, Endpoint};
-use crate::stats::TimeWeighted;
-use crate::time::SimTime;
+use crate::scenario::{satellite_segment, AppConfig, ConfigError, PepMode, ScenarioConfig};
+use crate::tcp::connection::{self, ConnSpec, Flow};
 
 /// A PEP relay between two connections of a flow.
 #[derive(Debug, Clone)]
@@ -143,7 +143,7 @@ pub fn plan(cfg: &ScenarioConfig) -> Result<Plan, ConfigError> {
                 relay_limit: (l + 1 < n_legs).then_some(buffer),
             };
             let id = conns.len() as u32;
-            conns.push(conn::build(cfg.seed, &spec, i as u32)?);
+            conns.push(connection::build(cfg.seed, &spec, i as u32)?);
             conn_plans.push(ConnPlan { flow: i, from, to });
             if l > 0 {
                 let name = if n_legs == 2 {

@@ -19,8 +19,8 @@
 //!   every packet is marked.
 //! - A "mark" CE-marks ECN-capable packets when `ecn` is set (Linux marks in the forced
 //!   region too unless `harddrop`) and drops the others.
-use crate::config::RedConfig;
-use crate::rng::SimRng;
+use crate::engine::rng::SimRng;
+use crate::scenario::RedConfig;
 
 /// What RED does with an arriving packet.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

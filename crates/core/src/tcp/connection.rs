@@ -2,14 +2,14 @@
 //! connection, and how they are built from a flow's configuration. A user flow has one
 //! connection end to end, or one per leg when split-TCP PEPs cut the path.
 use crate::cc::{self, FlowInit};
-use crate::config::{AppConfig, ConfigError, TcpConfig};
-use crate::event::TimerSlot;
+use crate::engine::event::TimerSlot;
+use crate::engine::rng::SimRng;
+use crate::engine::time::SimTime;
 use crate::net::packet::Packet;
-use crate::rng::SimRng;
+use crate::scenario::{AppConfig, ConfigError, TcpConfig};
+use crate::tcp::linux::sender::{Sender, SenderConfig, SenderStats};
 use crate::tcp::ns2::{self, Ns2Sender};
 use crate::tcp::receiver::{EcnEcho, Receiver, ReceiverConfig};
-use crate::tcp::sender::{Sender, SenderConfig, SenderStats};
-use crate::time::SimTime;
 use std::collections::BTreeMap;
 
 /// The data sender of a flow: the Linux-like sender, or one of ns-2's agents (selected by
@@ -32,7 +32,7 @@ impl FlowSender {
     /// The connection is established (a file server got the request).
     pub fn established(&self) -> bool {
         match self {
-            FlowSender::Linux(s) => s.state == crate::tcp::sender::ConnState::Established,
+            FlowSender::Linux(s) => s.state == crate::tcp::linux::sender::ConnState::Established,
             FlowSender::Ns2(_) => true,
         }
     }

@@ -4,7 +4,7 @@
 //! when it is (S)ACKed, the most recently sent delivered segment gives a sample
 //! `delivered / max(send interval, ack interval)`. BBR consumes these samples; every other
 //! algorithm may ignore them.
-use crate::time::{SimDuration, SimTime};
+use crate::engine::time::{SimDuration, SimTime};
 
 /// Per-segment stamp taken at transmission.
 #[derive(Copy, Clone, Debug, Default)]

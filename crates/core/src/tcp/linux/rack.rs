@@ -5,7 +5,7 @@
 //! `rack.rtt + reo_wnd` has elapsed since its own transmission. Linux's reordering window is
 //! 0 while no reordering has been seen and the connection is already recovering (or has
 //! ≥ DupThresh SACKed segments); otherwise `min_rtt/4 × steps`, capped at srtt.
-use crate::time::{SimDuration, SimTime};
+use crate::engine::time::{SimDuration, SimTime};
 
 /// RACK state.
 #[derive(Debug, Clone, Default)]

@@ -4,7 +4,7 @@
 //! Linux keeps `mdev` (an absolute-deviation average that gains 1/4 on increases and 1/32
 //! on decreases) and `rttvar`, floored at `rto_min`, so RTO = srtt + rttvar ≥ srtt + 200 ms
 //! and the first RTO is max(3R, R + 200 ms). Values are in ns here (Linux uses µs).
-use crate::time::{SimDuration, SimTime};
+use crate::engine::time::{SimDuration, SimTime};
 
 /// Linux `TCP_RTO_MIN`.
 pub const RTO_MIN: SimDuration = SimDuration::from_ms(200);

@@ -3,7 +3,7 @@
 //! The sequence number is a per-queue counter, so events at the same instant run in the
 //! order they were scheduled (FIFO) and the order never depends on memory addresses or hash
 //! seeds. Popping asserts that time never goes backwards.
-use crate::time::SimTime;
+use crate::engine::time::SimTime;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 

@@ -4,10 +4,10 @@
 //! A flow split by PEPs is measured end to end: goodput at the client, the sender-side
 //! figures (throughput, RTT, cwnd, retransmissions) on the connection leaving the server.
 //! A CBR flow reports its received payload as goodput and its sent payload as throughput.
+use crate::engine::time::{SimDuration, SimTime};
 use crate::net::link::Link;
-use crate::session::{Session, SessionKind};
+use crate::sim::flow::{Session, SessionKind};
 use crate::sim::Flow;
-use crate::time::{SimDuration, SimTime};
 use serde::Serialize;
 
 /// Series of one flow.

@@ -6,16 +6,19 @@
 //! hooks open the connection on the other side (SYN spoofing), forward the request, hand
 //! delivered bytes downstream, return buffer space upstream and pass the client's close
 //! upstream (see `session.rs`).
-use crate::config::{AppConfig, ConfigError, ScenarioConfig};
-pub use crate::conn::{Flow, FlowSender};
-use crate::event::{Event, EventQueue, Side, TimerSlot};
+pub mod flow;
+pub mod series;
+
+use crate::engine::event::{Event, EventQueue, Side, TimerSlot};
+use crate::engine::time::{SimDuration, SimTime};
 use crate::net::link::{Admission, LinkOutput};
 use crate::net::packet::{flags as pflags, Packet, PacketKind, PacketPool};
 use crate::net::topology::{Dest, Topology};
-use crate::series::SeriesRecorder;
-use crate::session::{self, Session, SessionKind};
+use crate::scenario::{AppConfig, ConfigError, ScenarioConfig};
+pub use crate::tcp::connection::{Flow, FlowSender};
 use crate::tcp::ns2;
-use crate::time::{SimDuration, SimTime};
+use flow::{Session, SessionKind};
+use series::SeriesRecorder;
 
 const SENDER_SLOTS: [TimerSlot; 3] = [
     TimerSlot::Retransmit,
@@ -66,7 +69,7 @@ impl Simulation {
     /// Build a simulation from a validated scenario.
     pub fn new(cfg: ScenarioConfig) -> Result<Simulation, ConfigError> {
         cfg.validate()?;
-        let plan = session::plan(&cfg)?;
+        let plan = flow::plan(&cfg)?;
         let topo = Topology::build(&cfg, &plan.conn_plans, &plan.udp_flows);
         let n = plan.conns.len();
         let (mut relay_up, mut relay_down) = (vec![None; n], vec![None; n]);

@@ -5,12 +5,12 @@
 //! PRR reduction) or Loss (RTO). CWR is an ECN/TLP reduction without retransmissions.
 //! Undo restores the window when the reduction proves spurious (timestamps, D-SACK, F-RTO).
 use crate::cc::{CaState, CongestionControl, CwndEvent, LossKind};
+use crate::engine::time::{SimDuration, SimTime};
 use crate::net::packet::Packet;
-use crate::tcp::ack::AckFlagSet;
-use crate::tcp::rtt::RTO_MAX;
-use crate::tcp::scoreboard::segflags::*;
-use crate::tcp::sender::{Rexmit, Sender, XmitTimer};
-use crate::time::{SimDuration, SimTime};
+use crate::tcp::linux::ack::AckFlagSet;
+use crate::tcp::linux::rtt::RTO_MAX;
+use crate::tcp::linux::scoreboard::segflags::*;
+use crate::tcp::linux::sender::{Rexmit, Sender, XmitTimer};
 
 impl Sender {
     /// Linux `tcp_set_ca_state`.
@@ -523,7 +523,7 @@ impl Sender {
                 self.enter_recovery(now, false);
                 if !self.cc.has_cong_control() {
                     let in_flight = self.in_flight();
-                    if let Some(c) = self.prr.on_ack(crate::recovery::prr::PrrAck {
+                    if let Some(c) = self.prr.on_ack(crate::tcp::linux::prr::PrrAck {
                         newly_acked_sacked: 1,
                         newly_lost: 0,
                         snd_una_advanced: false,

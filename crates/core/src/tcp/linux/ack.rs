@@ -3,13 +3,13 @@
 //! bookkeeping, the CA-state machine, delivery-rate sample, then the window update by the
 //! controller (or PRR) and transmission.
 use crate::cc::{AckFlags, AckSample, CaState, CongestionControl};
+use crate::engine::time::{SimDuration, SimTime};
 use crate::net::packet::{flags as pflags, Packet, PacketKind};
-use crate::recovery::prr::PrrAck;
-use crate::recovery::rack::sent_after;
-use crate::tcp::rate::RateSample;
-use crate::tcp::scoreboard::segflags::*;
-use crate::tcp::sender::{ConnState, Rexmit, Sender, MIN_RTT_WINDOW};
-use crate::time::{SimDuration, SimTime};
+use crate::tcp::linux::prr::PrrAck;
+use crate::tcp::linux::rack::sent_after;
+use crate::tcp::linux::rate::RateSample;
+use crate::tcp::linux::scoreboard::segflags::*;
+use crate::tcp::linux::sender::{ConnState, Rexmit, Sender, MIN_RTT_WINDOW};
 
 /// Linux `FLAG_*` bits of one ACK.
 #[derive(Copy, Clone, Debug, Default)]
@@ -70,7 +70,7 @@ impl Sender {
     /// Our FIN (on the last byte of a file) is acknowledged once everything is.
     fn note_fin_acked(&mut self, now: SimTime) {
         if self.fin_acked_at.is_none()
-            && matches!(self.cfg.app, crate::config::AppConfig::File { .. })
+            && matches!(self.cfg.app, crate::scenario::AppConfig::File { .. })
             && self.finished()
         {
             self.fin_acked_at = Some(now);
@@ -232,7 +232,7 @@ impl Sender {
             }
         } else {
             // Linux tcp_may_raise_cwnd: in-order delivery (forward progress if reordering).
-            let may_raise = if self.reordering > crate::tcp::sender::DUPTHRESH {
+            let may_raise = if self.reordering > crate::tcp::linux::sender::DUPTHRESH {
                 flag.data_acked || flag.data_sacked
             } else {
                 flag.data_acked
@@ -589,9 +589,9 @@ impl Sender {
             |seg| {
                 let rem = rack.remaining_ns(now, seg.tx_time, reo_wnd);
                 if rem <= 0 {
-                    crate::tcp::scoreboard::RackVerdict::Lost
+                    crate::tcp::linux::scoreboard::RackVerdict::Lost
                 } else {
-                    crate::tcp::scoreboard::RackVerdict::Wait(rem as u64)
+                    crate::tcp::linux::scoreboard::RackVerdict::Wait(rem as u64)
                 }
             },
         );

@@ -32,14 +32,14 @@
 //! - A loss repaired by a tail-loss probe (`CA_EVENT_TLP_RECOVERY`) is recognised as the
 //!   CWR reduction the simulator starts for it (an `on_congestion_event(Cwr)` on an ACK
 //!   without ECE).
-use super::bbr::{Mode, BBR_SCALE, BBR_UNIT, BW_SCALE, BW_UNIT, CWND_MIN_TARGET};
-use super::{
+use super::v1::{Mode, BBR_SCALE, BBR_UNIT, BW_SCALE, BW_UNIT, CWND_MIN_TARGET};
+use crate::cc::{
     AckFlags, CaState, CcInfo, CongestionControl, CwndEvent, FlowInit, LossKind, ParamSpec, Params,
     Window,
 };
-use crate::config::ConfigError;
-use crate::rng::SimRng;
-use crate::tcp::rate::RateSample;
+use crate::engine::rng::SimRng;
+use crate::scenario::ConfigError;
+use crate::tcp::linux::rate::RateSample;
 
 /// PROBE_BW phases (Linux `enum bbr_pacing_gain_phase`, index into the gain table).
 pub const PROBE_UP: u32 = 0;
@@ -453,7 +453,7 @@ impl Bbr3 {
         self.initialized = true;
         self.init_cwnd = w.cwnd.min(0x7f);
         self.prior_cwnd = w.prior_cwnd;
-        w.ssthresh = super::INFINITE_SSTHRESH;
+        w.ssthresh = crate::cc::INFINITE_SSTHRESH;
         self.next_rtt_delivered = w.delivered;
         self.prev_ca_state = CaState::Open;
         self.probe_rtt_done_stamp = 0;
@@ -1479,8 +1479,8 @@ impl CongestionControl for Bbr3 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cc::bbr::tests::Path;
-    use crate::time::{SimDuration, SimTime};
+    use crate::cc::bbr::v1::tests::Path;
+    use crate::engine::time::{SimDuration, SimTime};
     use std::collections::BTreeMap;
 
     fn bbr3_with(params: &[(&str, f64)], seed: u64) -> (Bbr3, Window) {

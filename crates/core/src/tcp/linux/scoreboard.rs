@@ -12,8 +12,8 @@
 //!
 //! Counters follow Linux: `packets_out`, `sacked_out`, `lost_out`, `retrans_out`, so
 //! `in_flight = packets_out − sacked_out − lost_out + retrans_out`.
-use crate::tcp::rate::TxStamp;
-use crate::time::SimTime;
+use crate::engine::time::SimTime;
+use crate::tcp::linux::rate::TxStamp;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// Segment state bits (Linux `TCPCB_*`).
