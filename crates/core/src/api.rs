@@ -4,7 +4,8 @@
 use crate::app::udp::{UdpSink, UdpSource};
 use crate::cc::{self, CongestionControl};
 use crate::scenario::{AppConfig, ConfigError, ScenarioConfig};
-use crate::sim::flow::{Relay, Session, SessionKind};
+use crate::sim::flow::{Flow, FlowKind};
+use crate::sim::relay::Relay;
 use crate::sim::series::FlowSeries;
 use crate::sim::Simulation;
 use serde::Serialize;
@@ -173,19 +174,13 @@ fn app_name(app: AppConfig) -> &'static str {
 }
 
 /// Result of a TCP flow (one connection, or a chain of them through PEPs).
-fn tcp_flow(
-    sim: &Simulation,
-    i: usize,
-    sess: &Session,
-    ids: &[u32],
-    relays: &[Relay],
-) -> FlowResult {
+fn tcp_flow(sim: &Simulation, i: usize, flow: &Flow, ids: &[u32], relays: &[Relay]) -> FlowResult {
     let end = sim.end.ns();
-    let first = &sim.flows[ids[0] as usize];
-    let last = &sim.flows[*ids.last().expect("a TCP flow has a connection") as usize];
+    let first = &sim.conns[ids[0] as usize];
+    let last = &sim.conns[*ids.last().expect("a TCP flow has a connection") as usize];
     let st = first.sender.stats();
     let rx = &last.receiver.stats;
-    let start = sess.start.ns();
+    let start = flow.start.ns();
     let completion = last.receiver.completion.map(|t| t.ns() - start);
     let active = completion.unwrap_or(end - start).max(1);
     let names: Vec<String> = std::iter::once("server".to_string())
@@ -196,7 +191,7 @@ fn tcp_flow(
         ids.iter()
             .enumerate()
             .map(|(l, &c)| {
-                let f = &sim.flows[c as usize];
+                let f = &sim.conns[c as usize];
                 let done = f.receiver.completion.map(|t| t.ns() - start);
                 let span = done.unwrap_or(end - start).max(1);
                 LegResult {
@@ -227,9 +222,9 @@ fn tcp_flow(
         .collect();
     FlowResult {
         id: i as u32,
-        cca: sess.cca.clone(),
+        cca: flow.cca.clone(),
         start_ns: start,
-        app: app_name(sess.app),
+        app: app_name(flow.app),
         bytes_delivered: rx.bytes_delivered,
         bytes_sent: st.bytes_sent,
         segments_sent: st.segments_sent,
@@ -266,16 +261,16 @@ fn tcp_flow(
 fn cbr_flow(
     sim: &Simulation,
     i: usize,
-    sess: &Session,
+    flow: &Flow,
     source: &UdpSource,
     sink: &UdpSink,
 ) -> FlowResult {
-    let start = sess.start.ns();
+    let start = flow.start.ns();
     let active = (sim.end.ns() - start).max(1);
     let sent = source.packets_sent * source.packet_bytes() as u64;
     FlowResult {
         id: i as u32,
-        cca: sess.cca.clone(),
+        cca: flow.cca.clone(),
         start_ns: start,
         app: "cbr",
         bytes_delivered: sink.bytes_received,
@@ -311,12 +306,12 @@ fn cbr_flow(
 pub fn summarize(sim: &Simulation) -> RunResult {
     let end = sim.end.ns();
     let flows = sim
-        .sessions
+        .flows
         .iter()
         .enumerate()
-        .map(|(i, sess)| match &sess.kind {
-            SessionKind::Tcp { conns, relays } => tcp_flow(sim, i, sess, conns, relays),
-            SessionKind::Udp { source, sink, .. } => cbr_flow(sim, i, sess, source, sink),
+        .map(|(i, flow)| match &flow.kind {
+            FlowKind::Tcp { conns, relays } => tcp_flow(sim, i, flow, conns, relays),
+            FlowKind::Udp { source, sink, .. } => cbr_flow(sim, i, flow, source, sink),
         })
         .collect();
     let links = sim

@@ -115,7 +115,7 @@ fn probe(cfg: ScenarioConfig, warm_ns: u64, step_ns: u64) -> Probe {
     let drops0 = sim.topo.links[fwd].stats.queue_drops;
     let marks0 = sim.topo.links[fwd].stats.ecn_marks;
     let deliv0: Vec<u64> = sim
-        .flows
+        .conns
         .iter()
         .map(|f| f.receiver.stats.bytes_delivered)
         .collect();
@@ -134,7 +134,7 @@ fn probe(cfg: ScenarioConfig, warm_ns: u64, step_ns: u64) -> Probe {
         drops: l.queue_drops - drops0,
         marks: l.ecn_marks - marks0,
         goodput: sim
-            .flows
+            .conns
             .iter()
             .zip(&deliv0)
             .map(|(f, d0)| (f.receiver.stats.bytes_delivered - d0) as f64 * 8.0 / secs)

@@ -48,7 +48,7 @@ fn run(spec: &Spec) -> api::RunResult {
 }
 
 fn wave_of(sim: &Simulation) -> &tcplab_core::cc::wave::Wave {
-    match &sim.flows[0].sender.linux().unwrap().cc {
+    match &sim.conns[0].sender.linux().unwrap().cc {
         Cc::Wave(w) => w,
         _ => panic!("not a wave flow"),
     }
@@ -68,7 +68,7 @@ fn outage(sim: &mut Simulation, on: bool) {
 
 /// Payload delivered to the receiver so far, in bytes.
 fn delivered(sim: &Simulation) -> u64 {
-    sim.flows[0].receiver.stats.bytes_delivered
+    sim.conns[0].receiver.stats.bytes_delivered
 }
 
 #[test]
@@ -171,7 +171,7 @@ fn step_by_ticks(
     mut between: impl FnMut(&Simulation, u64, u64),
 ) {
     let counters = |sim: &Simulation| {
-        let st = &sim.flows[0].sender.stats();
+        let st = &sim.conns[0].sender.stats();
         (st.segments_sent, st.retrans_segs)
     };
     loop {
@@ -218,7 +218,7 @@ fn wave_sends_new_data_only_in_timer_bursts_and_fast_retransmits_in_parallel() {
         parallel >= 10 * in_bursts,
         "{parallel} parallel vs {in_bursts} in bursts"
     );
-    assert_eq!(sim.flows[0].sender.stats().rto_count, 0);
+    assert_eq!(sim.conns[0].sender.stats().rto_count, 0);
 }
 
 #[test]
@@ -266,7 +266,7 @@ fn wave_rto_keeps_txtime_and_lost_segments_ride_in_bursts() {
     outage(&mut sim, true);
     // Until the first RTO (1 ms steps).
     let mut rto_at = SimTime(30 * S);
-    while sim.flows[0].sender.stats().rto_count == 0 {
+    while sim.conns[0].sender.stats().rto_count == 0 {
         rto_at += SimDuration::from_ms(1);
         sim.run_until(rto_at);
     }
@@ -283,7 +283,7 @@ fn wave_rto_keeps_txtime_and_lost_segments_ride_in_bursts() {
         &mut sim,
         rto_at + SimDuration::from_ms(600),
         |sim, sent, rtx| {
-            let now = sim.flows[0].sender.linux().unwrap().w.now;
+            let now = sim.conns[0].sender.linux().unwrap().w.now;
             if let Some(t) = last_tick {
                 assert_eq!(now.since(t), period, "burst spacing");
             }
@@ -303,7 +303,7 @@ fn wave_rto_keeps_txtime_and_lost_segments_ride_in_bursts() {
     let g = (delivered(&sim) - d60) as f64 * 8.0 / 60.0;
     println!(
         "after a 10 s outage with RTOs ({}): goodput over 60..120 s {g:.0}",
-        sim.flows[0].sender.stats().rto_count
+        sim.conns[0].sender.stats().rto_count
     );
     assert!(g >= 0.97 * WAVE_GOODPUT_BPS, "goodput after the outage {g}");
 }

@@ -3,10 +3,10 @@
 mod common;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
-use tcplab_core::engine::event::TimerSlot;
 use tcplab_core::engine::time::SimTime;
 use tcplab_core::net::packet::{Packet, PacketKind};
 use tcplab_core::scenario::{AppConfig, Stack, TcpConfig};
+use tcplab_core::tcp::connection::TimerSlot;
 use tcplab_core::tcp::ns2::{self, FlowTcp, Ns2Kind, Ns2Sender};
 use tcplab_core::tcp::receiver::{EcnEcho, Receiver, ReceiverConfig};
 
@@ -450,7 +450,7 @@ fn routing_reno_and_vegas_follow_the_stack_newreno_is_always_ns2() {
         spec.cca = cca;
         spec.tcp.stack = stack;
         let sim = Simulation::new(spec.build()).unwrap();
-        assert_eq!(sim.flows[0].sender.ns2().is_some(), ns2, "{cca} {stack:?}");
+        assert_eq!(sim.conns[0].sender.ns2().is_some(), ns2, "{cca} {stack:?}");
     }
 }
 
@@ -475,7 +475,7 @@ fn ns2_agents_conserve_bytes_under_heavy_loss_and_finish_files() {
         };
         let mut sim = Simulation::new(spec.build()).unwrap();
         sim.run();
-        for f in &sim.flows {
+        for f in &sim.conns {
             let rx = &f.receiver;
             assert_eq!(rx.stats.bytes_delivered, rx.rcv_nxt, "{cca}");
             assert_eq!(rx.rcv_nxt, 400_000, "{cca}: the file arrives");

@@ -137,7 +137,7 @@ fn bytes_and_packets_are_conserved_under_heavy_loss() {
     };
     let mut sim = Simulation::new(spec.build()).unwrap();
     sim.run();
-    for f in &sim.flows {
+    for f in &sim.conns {
         let rx = &f.receiver;
         assert_eq!(
             rx.stats.bytes_delivered, rx.rcv_nxt,
@@ -186,6 +186,27 @@ fn same_seed_gives_identical_results_and_other_seeds_other_losses() {
         (c.flows[0].bytes_delivered, c.links[0].error_drops),
         (d.flows[0].bytes_delivered, d.links[0].error_drops)
     );
+}
+
+#[test]
+fn the_series_interval_changes_no_flow_or_link_result() {
+    // Sampling only reads cumulative counters: 10 ms or 1 s intervals, the same run.
+    let spec = Spec {
+        rtt_ms: 100.0,
+        per: 1e-3,
+        duration_s: 20,
+        cca: "cubic",
+        ..Default::default()
+    };
+    let mut fine = spec.build();
+    fine.interval_ns = 10_000_000;
+    let coarse = api::run(spec.build()).expect("valid scenario");
+    let fine = api::run(fine).expect("valid scenario");
+    let json = serde_json::to_string::<[api::FlowResult]>;
+    assert_eq!(json(&coarse.flows).unwrap(), json(&fine.flows).unwrap());
+    let json = serde_json::to_string::<[api::LinkResult]>;
+    assert_eq!(json(&coarse.links).unwrap(), json(&fine.links).unwrap());
+    assert_eq!(fine.series.t_ns.len(), 2_000);
 }
 
 #[test]

@@ -2,72 +2,31 @@
 //!
 //! The sequence number is a per-queue counter, so events at the same instant run in the
 //! order they were scheduled (FIFO) and the order never depends on memory addresses or hash
-//! seeds. Popping asserts that time never goes backwards.
+//! seeds. Popping asserts that time never goes backwards. The queue is generic over what an
+//! event is: the simulation defines its events (`sim::Event`).
 use crate::engine::time::SimTime;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-/// Which side of a TCP connection a timer belongs to.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Side {
-    Sender,
-    Receiver,
-}
-
-/// Timer slots of a connection endpoint. Each slot has at most one live deadline; stale
-/// heap entries are recognised and ignored when they fire (lazy cancellation).
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum TimerSlot {
-    /// Sender: RTO, TLP or RACK reorder timer (Linux multiplexes them on one slot too).
-    Retransmit,
-    /// Sender: pacing release time.
-    Pacing,
-    /// Receiver: delayed or compressed ACK.
-    Ack,
-    /// Either side: handshake retransmission.
-    Handshake,
-}
-
-/// Something that happens at an instant.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Event {
-    /// The first packet in flight on `link` reaches the far end.
-    LinkDeliver { link: u32 },
-    /// An event-driven link's transmitter is free: dequeue (`Link::on_wake`).
-    LinkWake { link: u32 },
-    /// A connection endpoint's timer.
-    Timer {
-        flow: u32,
-        side: Side,
-        slot: TimerSlot,
-    },
-    /// A flow's application starts.
-    FlowStart { flow: u32 },
-    /// A constant-bit-rate source sends its next datagram(s).
-    UdpSend { flow: u32 },
-    /// End of a series interval: sample the counters.
-    Sample,
-}
-
 #[derive(Debug)]
-struct Entry {
+struct Entry<E> {
     time: SimTime,
     seq: u64,
-    event: Event,
+    event: E,
 }
 
-impl PartialEq for Entry {
+impl<E> PartialEq for Entry<E> {
     fn eq(&self, o: &Self) -> bool {
         self.time == o.time && self.seq == o.seq
     }
 }
-impl Eq for Entry {}
-impl PartialOrd for Entry {
+impl<E> Eq for Entry<E> {}
+impl<E> PartialOrd for Entry<E> {
     fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
         Some(self.cmp(o))
     }
 }
-impl Ord for Entry {
+impl<E> Ord for Entry<E> {
     // Reversed: BinaryHeap is a max-heap and we want the earliest (time, seq) first.
     fn cmp(&self, o: &Self) -> Ordering {
         o.time.cmp(&self.time).then_with(|| o.seq.cmp(&self.seq))
@@ -75,22 +34,33 @@ impl Ord for Entry {
 }
 
 /// Pending events ordered by (time, insertion sequence).
-#[derive(Debug, Default)]
-pub struct EventQueue {
-    heap: BinaryHeap<Entry>,
+#[derive(Debug)]
+pub struct EventQueue<E> {
+    heap: BinaryHeap<Entry<E>>,
     next_seq: u64,
     now: SimTime,
     popped: u64,
 }
 
-impl EventQueue {
+impl<E> Default for EventQueue<E> {
+    fn default() -> Self {
+        EventQueue {
+            heap: BinaryHeap::new(),
+            next_seq: 0,
+            now: SimTime::ZERO,
+            popped: 0,
+        }
+    }
+}
+
+impl<E> EventQueue<E> {
     pub fn new() -> Self {
         Self::default()
     }
 
     /// Schedule `event` at `time` (never in the past).
     #[inline]
-    pub fn schedule(&mut self, time: SimTime, event: Event) {
+    pub fn schedule(&mut self, time: SimTime, event: E) {
         debug_assert!(time >= self.now, "event scheduled in the past");
         let seq = self.next_seq;
         self.next_seq += 1;
@@ -99,7 +69,7 @@ impl EventQueue {
 
     /// Remove and return the earliest event, advancing the clock to it.
     #[inline]
-    pub fn pop(&mut self) -> Option<(SimTime, Event)> {
+    pub fn pop(&mut self) -> Option<(SimTime, E)> {
         let e = self.heap.pop()?;
         assert!(e.time >= self.now, "event queue went back in time");
         self.now = e.time;
@@ -137,12 +107,12 @@ mod tests {
     #[test]
     fn equal_times_pop_in_fifo_order() {
         let mut q = EventQueue::new();
-        q.schedule(SimTime(10), Event::FlowStart { flow: 2 });
-        q.schedule(SimTime(5), Event::Sample);
-        q.schedule(SimTime(10), Event::FlowStart { flow: 1 });
-        assert_eq!(q.pop(), Some((SimTime(5), Event::Sample)));
-        assert_eq!(q.pop(), Some((SimTime(10), Event::FlowStart { flow: 2 })));
-        assert_eq!(q.pop(), Some((SimTime(10), Event::FlowStart { flow: 1 })));
+        q.schedule(SimTime(10), "second");
+        q.schedule(SimTime(5), "first");
+        q.schedule(SimTime(10), "third");
+        assert_eq!(q.pop(), Some((SimTime(5), "first")));
+        assert_eq!(q.pop(), Some((SimTime(10), "second")));
+        assert_eq!(q.pop(), Some((SimTime(10), "third")));
         assert_eq!(q.pop(), None);
         assert_eq!(q.events_processed(), 3);
     }

@@ -77,6 +77,11 @@ impl LogHistogram {
         self.count
     }
 
+    /// Sum of every recorded value (a cumulative counter: differences give interval means).
+    pub fn sum(&self) -> u128 {
+        self.sum
+    }
+
     pub fn mean(&self) -> Option<f64> {
         (self.count > 0).then(|| self.sum as f64 / self.count as f64)
     }

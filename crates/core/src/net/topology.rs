@@ -9,11 +9,11 @@
 //!
 //! Link numbering: segment `s` has forward link `2s` and reverse link `2s + 1` (so the
 //! dumbbell's bottleneck is links 0 and 1), then four access links per flow.
-use crate::engine::event::Side;
 use crate::engine::rng::SimRng;
 use crate::engine::time::SimDuration;
 use crate::net::link::{stream_name, ErrorModel, Link, QueueLimit};
 use crate::scenario::{AccessConfig, DirConfig, ScenarioConfig, SegmentConfig};
+use crate::tcp::connection::Side;
 
 /// Router-side access interfaces buffer like a Linux NIC's default `txqueuelen`; host-side
 /// interfaces never drop their own packets (TCP Small Queues back-pressure instead).

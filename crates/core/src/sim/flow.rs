@@ -1,39 +1,16 @@
-//! User flows ("sessions"): a TCP flow is one connection end to end, or a chain of
-//! connections joined by split-TCP PEP relays; a CBR flow is a UDP source and sink.
-//!
-//! A relay at a PEP node joins an upstream connection (whose receiver sits at the PEP) to a
-//! downstream one (whose sender sits there). Bytes the upstream receiver delivers in order
-//! are handed to the downstream sender; the relay buffer holds them until the downstream
-//! side has them acknowledged, and the upstream receiver's advertised window shrinks as the
-//! buffer fills (backpressure: no byte is ever dropped by the PEP, memory stays bounded).
+//! User flows, as the scenario lists them: a TCP flow is one connection end to end, or a
+//! chain of connections joined by split-TCP PEP relays (`relay`); a CBR flow is a UDP
+//! source and sink. `plan` builds every flow's connections and says where each runs.
 use crate::app::udp::{UdpSink, UdpSource};
-use crate::engine::stats::TimeWeighted;
 use crate::engine::time::SimTime;
 use crate::net::topology::{ConnPlan, Endpoint};
 use crate::scenario::{satellite_segment, AppConfig, ConfigError, PepMode, ScenarioConfig};
-use crate::tcp::connection::{self, ConnSpec, Flow};
-
-/// A PEP relay between two connections of a flow.
-#[derive(Debug, Clone)]
-pub struct Relay {
-    /// Upstream connection (its receiver is at the PEP) and downstream one (its sender).
-    pub up: u32,
-    pub down: u32,
-    pub name: String,
-    pub limit_bytes: u64,
-    /// Bytes handed to the downstream sender so far.
-    pub supplied: u64,
-    /// Bytes held (received upstream, not yet acknowledged downstream), time-weighted.
-    pub occupancy: TimeWeighted,
-    /// The PEP opened its own connection on the other side (SYN spoofing done).
-    pub opened: bool,
-    /// The client's request reached the PEP and was released upstream.
-    pub released: bool,
-}
+use crate::sim::relay::Relay;
+use crate::tcp::connection::{self, ConnSpec, Connection};
 
 /// What a user flow is.
 #[derive(Debug)]
-pub enum SessionKind {
+pub enum FlowKind {
     Tcp {
         conns: Vec<u32>,
         relays: Vec<Relay>,
@@ -47,28 +24,28 @@ pub enum SessionKind {
 
 /// A user flow.
 #[derive(Debug)]
-pub struct Session {
+pub struct Flow {
     pub cca: String,
     pub start: SimTime,
     pub app: AppConfig,
-    pub kind: SessionKind,
+    pub kind: FlowKind,
 }
 
-impl Session {
+impl Flow {
     /// Connections of a TCP flow, from the server side (empty for UDP).
     pub fn conns(&self) -> &[u32] {
         match &self.kind {
-            SessionKind::Tcp { conns, .. } => conns,
-            SessionKind::Udp { .. } => &[],
+            FlowKind::Tcp { conns, .. } => conns,
+            FlowKind::Udp { .. } => &[],
         }
     }
 }
 
-/// The sessions, their connections, and the routing plans of the connections and of the
-/// UDP flows.
+/// The user flows, their connections, and the routing plans of the connections and of
+/// the UDP flows.
 pub struct Plan {
-    pub sessions: Vec<Session>,
-    pub conns: Vec<Flow>,
+    pub flows: Vec<Flow>,
+    pub conns: Vec<Connection>,
     pub conn_plans: Vec<ConnPlan>,
     pub udp_flows: Vec<usize>,
 }
@@ -95,8 +72,8 @@ fn legs(cfg: &ScenarioConfig) -> Vec<(Endpoint, Endpoint, bool)> {
 pub fn plan(cfg: &ScenarioConfig) -> Result<Plan, ConfigError> {
     let legs = legs(cfg);
     let n_legs = legs.len();
-    let mut sessions = Vec::with_capacity(cfg.flows.len());
-    let mut conns: Vec<Flow> = Vec::new();
+    let mut flows = Vec::with_capacity(cfg.flows.len());
+    let mut conns: Vec<Connection> = Vec::new();
     let mut conn_plans = Vec::new();
     let mut udp_flows = Vec::new();
     for (i, f) in cfg.flows.iter().enumerate() {
@@ -106,11 +83,11 @@ pub fn plan(cfg: &ScenarioConfig) -> Result<Plan, ConfigError> {
             packet_bytes,
         } = f.app
         {
-            sessions.push(Session {
+            flows.push(Flow {
                 cca: "udp-cbr".into(),
                 start,
                 app: f.app,
-                kind: SessionKind::Udp {
+                kind: FlowKind::Udp {
                     source: UdpSource::new(i as u32, rate_bps, packet_bytes),
                     sink: UdpSink::default(),
                     route: udp_flows.len() as u32,
@@ -143,7 +120,7 @@ pub fn plan(cfg: &ScenarioConfig) -> Result<Plan, ConfigError> {
                 relay_limit: (l + 1 < n_legs).then_some(buffer),
             };
             let id = conns.len() as u32;
-            conns.push(connection::build(cfg.seed, &spec, i as u32)?);
+            conns.push(connection::build(cfg.seed, &spec)?);
             conn_plans.push(ConnPlan { flow: i, from, to });
             if l > 0 {
                 let name = if n_legs == 2 {
@@ -151,28 +128,19 @@ pub fn plan(cfg: &ScenarioConfig) -> Result<Plan, ConfigError> {
                 } else {
                     format!("pep{l}")
                 };
-                relays.push(Relay {
-                    up: id - 1,
-                    down: id,
-                    name,
-                    limit_bytes: buffer,
-                    supplied: 0,
-                    occupancy: TimeWeighted::default(),
-                    opened: false,
-                    released: false,
-                });
+                relays.push(Relay::new(id - 1, id, name, buffer));
             }
             ids.push(id);
         }
-        sessions.push(Session {
+        flows.push(Flow {
             cca: f.cca.clone(),
             start,
             app: f.app,
-            kind: SessionKind::Tcp { conns: ids, relays },
+            kind: FlowKind::Tcp { conns: ids, relays },
         });
     }
     Ok(Plan {
-        sessions,
+        flows,
         conns,
         conn_plans,
         udp_flows,

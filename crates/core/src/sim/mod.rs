@@ -1,24 +1,46 @@
-//! The simulation: owns the clock, event queue, packet pool, topology, connections,
-//! sessions (user flows) and series. A run is a pure function of (scenario, seed): no
-//! global state, no wall-clock time, no hash-ordered iteration.
+//! The simulation: owns the clock, event queue, packet pool, topology, connections, user
+//! flows and series. A run is a pure function of (scenario, seed): no global state, no
+//! wall-clock time, no hash-ordered iteration.
 //!
-//! Split-TCP PEPs are glue here: after an endpoint at a PEP handled a packet, the relay
-//! hooks open the connection on the other side (SYN spoofing), forward the request, hand
-//! delivered bytes downstream, return buffer space upstream and pass the client's close
-//! upstream (see `session.rs`).
+//! The event loop here moves packets between links and endpoints and keeps the endpoints'
+//! timers in the event queue; `flow` plans the user flows and their connections, `relay`
+//! joins the connections of a flow split by PEPs, `series` samples per-interval counters.
 pub mod flow;
+pub mod relay;
 pub mod series;
 
-use crate::engine::event::{Event, EventQueue, Side, TimerSlot};
+use crate::engine::event::EventQueue;
 use crate::engine::time::{SimDuration, SimTime};
 use crate::net::link::{Admission, LinkOutput};
 use crate::net::packet::{flags as pflags, Packet, PacketKind, PacketPool};
 use crate::net::topology::{Dest, Topology};
-use crate::scenario::{AppConfig, ConfigError, ScenarioConfig};
-pub use crate::tcp::connection::{Flow, FlowSender};
+use crate::scenario::{ConfigError, ScenarioConfig};
+use crate::tcp::connection::{Connection, Side, TimerSlot};
 use crate::tcp::ns2;
-use flow::{Session, SessionKind};
+use flow::{Flow, FlowKind};
+use relay::RelayIndex;
 use series::SeriesRecorder;
+
+/// Something that happens at an instant.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// The first packet in flight on `link` reaches the far end.
+    LinkDeliver { link: u32 },
+    /// An event-driven link's transmitter is free: dequeue (`Link::on_wake`).
+    LinkWake { link: u32 },
+    /// A timer of an endpoint of connection `conn`.
+    Timer {
+        conn: u32,
+        side: Side,
+        slot: TimerSlot,
+    },
+    /// A flow's application starts.
+    FlowStart { flow: u32 },
+    /// A constant-bit-rate source sends its next datagram(s).
+    UdpSend { flow: u32 },
+    /// End of a series interval: sample the counters.
+    Sample,
+}
 
 const SENDER_SLOTS: [TimerSlot; 3] = [
     TimerSlot::Retransmit,
@@ -46,16 +68,15 @@ pub struct PacketCounters {
 /// A running simulation.
 pub struct Simulation {
     pub cfg: ScenarioConfig,
-    pub(crate) queue: EventQueue,
+    pub(crate) queue: EventQueue<Event>,
     pub(crate) pool: PacketPool,
     pub topo: Topology,
     /// TCP connections (one per flow without PEPs, in flow order).
-    pub flows: Vec<Flow>,
+    pub conns: Vec<Connection>,
     /// User flows, in scenario order.
-    pub sessions: Vec<Session>,
-    /// For each connection: the relay it feeds (it is upstream of) / is fed by.
-    relay_up: Vec<Option<(u32, u16)>>,
-    relay_down: Vec<Option<(u32, u16)>>,
+    pub flows: Vec<Flow>,
+    /// Which relay each connection feeds or is fed by.
+    relays: RelayIndex,
     pub end: SimTime,
     out: Vec<Packet>,
     /// Scratch buffer for `Link::on_wake`.
@@ -71,35 +92,25 @@ impl Simulation {
         cfg.validate()?;
         let plan = flow::plan(&cfg)?;
         let topo = Topology::build(&cfg, &plan.conn_plans, &plan.udp_flows);
-        let n = plan.conns.len();
-        let (mut relay_up, mut relay_down) = (vec![None; n], vec![None; n]);
-        for (s, sess) in plan.sessions.iter().enumerate() {
-            if let SessionKind::Tcp { relays, .. } = &sess.kind {
-                for (r, relay) in relays.iter().enumerate() {
-                    relay_up[relay.up as usize] = Some((s as u32, r as u16));
-                    relay_down[relay.down as usize] = Some((s as u32, r as u16));
-                }
-            }
-        }
+        let relays = RelayIndex::new(&plan.flows, plan.conns.len());
         let end = SimTime(cfg.duration_ns);
         let interval = SimDuration(cfg.interval_ns);
         let mut queue = EventQueue::new();
-        for (i, s) in plan.sessions.iter().enumerate() {
-            queue.schedule(s.start, Event::FlowStart { flow: i as u32 });
+        for (i, f) in plan.flows.iter().enumerate() {
+            queue.schedule(f.start, Event::FlowStart { flow: i as u32 });
         }
         if interval < end.since(SimTime::ZERO) {
             queue.schedule(SimTime::ZERO + interval, Event::Sample);
         }
-        let series = SeriesRecorder::new(plan.sessions.len(), interval);
+        let series = SeriesRecorder::new(plan.flows.len(), interval);
         Ok(Simulation {
             cfg,
             queue,
             pool: PacketPool::new(),
             topo,
-            flows: plan.conns,
-            sessions: plan.sessions,
-            relay_up,
-            relay_down,
+            conns: plan.conns,
+            flows: plan.flows,
+            relays,
             end,
             out: Vec::with_capacity(64),
             link_out: Vec::new(),
@@ -141,8 +152,8 @@ impl Simulation {
         match ev {
             Event::LinkDeliver { link } => self.link_deliver(now, link),
             Event::LinkWake { link } => self.link_wake(now, link),
-            Event::Timer { flow, side, slot } => self.timer(now, flow, side, slot),
-            Event::FlowStart { flow } => self.start_session(now, flow),
+            Event::Timer { conn, side, slot } => self.timer(now, conn, side, slot),
+            Event::FlowStart { flow } => self.start_flow(now, flow),
             Event::UdpSend { flow } => self.udp_send(now, flow),
             Event::Sample => {
                 self.sample(now);
@@ -156,13 +167,13 @@ impl Simulation {
 
     /// A user flow starts: its end hosts act (a PEP's own connections open when the SYN or
     /// the data reaches it).
-    fn start_session(&mut self, now: SimTime, session: u32) {
-        let conns: Vec<u32> = match &mut self.sessions[session as usize].kind {
-            SessionKind::Tcp { conns, .. } => conns.clone(),
-            SessionKind::Udp { source, .. } => {
+    fn start_flow(&mut self, now: SimTime, flow: u32) {
+        let conns: Vec<u32> = match &mut self.flows[flow as usize].kind {
+            FlowKind::Tcp { conns, .. } => conns.clone(),
+            FlowKind::Udp { source, .. } => {
                 source.start(now);
                 if let Some(t) = source.deadline() {
-                    self.queue.schedule(t, Event::UdpSend { flow: session });
+                    self.queue.schedule(t, Event::UdpSend { flow });
                 }
                 return;
             }
@@ -171,22 +182,21 @@ impl Simulation {
             conns[0],
             *conns.last().expect("a TCP flow has a connection"),
         );
-        self.flows[first as usize].sender.start(now, &mut self.out);
+        self.conns[first as usize].sender.start(now, &mut self.out);
         self.emit(now, first, Side::Sender);
-        self.flows[last as usize].receiver.start(now, &mut self.out);
+        self.conns[last as usize].receiver.start(now, &mut self.out);
         self.emit(now, last, Side::Receiver);
     }
 
-    fn udp_send(&mut self, now: SimTime, session: u32) {
-        let SessionKind::Udp { source, route, .. } = &mut self.sessions[session as usize].kind
-        else {
+    fn udp_send(&mut self, now: SimTime, flow: u32) {
+        let FlowKind::Udp { source, route, .. } = &mut self.flows[flow as usize].kind else {
             return;
         };
         source.on_timer(now, &mut self.out);
         let next = source.deadline();
         let route = self.topo.udp_route(*route);
         if let Some(t) = next.filter(|&t| t < self.end) {
-            self.queue.schedule(t, Event::UdpSend { flow: session });
+            self.queue.schedule(t, Event::UdpSend { flow });
         }
         self.inject(now, route);
     }
@@ -194,7 +204,7 @@ impl Simulation {
     fn timer(&mut self, now: SimTime, conn: u32, side: Side, slot: TimerSlot) {
         let si = slot_index(slot);
         let sd = side as usize;
-        let f = &mut self.flows[conn as usize];
+        let f = &mut self.conns[conn as usize];
         if f.scheduled[sd][si] == Some(now) {
             f.scheduled[sd][si] = None;
         }
@@ -224,7 +234,7 @@ impl Simulation {
             Side::Sender => Topology::data_route(conn),
             Side::Receiver => Topology::ack_route(conn),
         };
-        if side == Side::Receiver && self.flows[conn as usize].ns2_sink {
+        if side == Side::Receiver && self.conns[conn as usize].ns2_sink {
             self.out.iter_mut().for_each(ns2::sink::rewrite);
         }
         self.inject(now, route);
@@ -233,7 +243,7 @@ impl Simulation {
 
     fn sync_timers(&mut self, conn: u32, side: Side) {
         let sd = side as usize;
-        let f = &mut self.flows[conn as usize];
+        let f = &mut self.conns[conn as usize];
         let slots: &[TimerSlot] = match side {
             Side::Sender => &SENDER_SLOTS,
             Side::Receiver => &RECEIVER_SLOTS,
@@ -248,14 +258,7 @@ impl Simulation {
             let sched = &mut f.scheduled[sd][si];
             if sched.is_none_or(|s| d < s) {
                 *sched = Some(d);
-                self.queue.schedule(
-                    d,
-                    Event::Timer {
-                        flow: conn,
-                        side,
-                        slot,
-                    },
-                );
+                self.queue.schedule(d, Event::Timer { conn, side, slot });
             }
         }
     }
@@ -319,7 +322,7 @@ impl Simulation {
     fn drop_packet(&mut self, idx: u32) {
         let p = self.pool.take(idx);
         if p.kind == PacketKind::Udp {
-            if let SessionKind::Udp { sink, .. } = &mut self.sessions[p.flow as usize].kind {
+            if let FlowKind::Udp { sink, .. } = &mut self.flows[p.flow as usize].kind {
                 sink.packets_dropped += 1;
             }
         }
@@ -345,130 +348,27 @@ impl Simulation {
         self.counters.delivered += 1;
         match dest {
             Dest::Conn { conn, side } => {
-                let f = &mut self.flows[conn as usize];
+                let f = &mut self.conns[conn as usize];
                 match side {
                     Side::Sender => f.sender.on_packet(now, &p, &mut self.out),
                     Side::Receiver => f.receiver.on_packet(now, &p, &mut self.out),
                 }
                 self.emit(now, conn, side);
-                self.relay_hooks(now, conn, side, p.kind);
+                self.relay_after(now, conn, side, p.kind);
             }
             Dest::Udp { flow } => {
-                if let SessionKind::Udp { sink, .. } = &mut self.sessions[flow as usize].kind {
+                if let FlowKind::Udp { sink, .. } = &mut self.flows[flow as usize].kind {
                     sink.on_packet(now, &p);
                 }
             }
         }
     }
 
-    /// After an endpoint at a PEP handled a packet of kind `kind`.
-    fn relay_hooks(&mut self, now: SimTime, conn: u32, side: Side, kind: PacketKind) {
-        let c = conn as usize;
-        match side {
-            Side::Receiver => {
-                if let Some((s, r)) = self.relay_up[c] {
-                    self.relay_upstream_event(now, s, r as usize, kind);
-                }
-            }
-            Side::Sender => {
-                if let Some((s, r)) = self.relay_down[c] {
-                    self.relay_downstream_event(now, s, r as usize, kind);
-                }
-            }
-        }
-    }
-
-    /// The PEP's receiver (end of the upstream connection) handled a packet.
-    fn relay_upstream_event(&mut self, now: SimTime, s: u32, r: usize, kind: PacketKind) {
-        let bulk = matches!(self.sessions[s as usize].app, AppConfig::Bulk);
-        let SessionKind::Tcp { relays, .. } = &mut self.sessions[s as usize].kind else {
-            return;
-        };
-        let relay = &mut relays[r];
-        let (up, down) = (relay.up, relay.down);
-        // SYN spoofing (sender-initiated flows): the PEP answered the SYN itself and opens
-        // its own connection downstream at once.
-        if bulk && kind == PacketKind::Syn && !relay.opened {
-            relay.opened = true;
-            self.flows[down as usize].sender.start(now, &mut self.out);
-            self.emit(now, down, Side::Sender);
-        }
-        let delivered = self.flows[up as usize].receiver.stats.bytes_delivered;
-        let SessionKind::Tcp { relays, .. } = &mut self.sessions[s as usize].kind else {
-            return;
-        };
-        let relay = &mut relays[r];
-        if delivered > relay.supplied {
-            let bytes = delivered - relay.supplied;
-            relay.supplied = delivered;
-            self.flows[down as usize]
-                .sender
-                .supply(now, bytes, &mut self.out);
-            self.emit(now, down, Side::Sender);
-            self.update_occupancy(now, s, r);
-        }
-    }
-
-    /// The PEP's sender (start of the downstream connection) handled a packet.
-    fn relay_downstream_event(&mut self, now: SimTime, s: u32, r: usize, kind: PacketKind) {
-        let file = matches!(self.sessions[s as usize].app, AppConfig::File { .. });
-        let SessionKind::Tcp { relays, .. } = &mut self.sessions[s as usize].kind else {
-            return;
-        };
-        let relay = &mut relays[r];
-        let (up, down) = (relay.up, relay.down);
-        if file {
-            // The client's SYN reached the PEP, which answered it: open upstream now, holding
-            // the request until the client's request arrives.
-            if kind == PacketKind::Syn && !relay.opened {
-                relay.opened = true;
-                let rx = &mut self.flows[up as usize].receiver;
-                rx.hold_request = true;
-                rx.start(now, &mut self.out);
-                self.emit(now, up, Side::Receiver);
-            }
-            let SessionKind::Tcp { relays, .. } = &mut self.sessions[s as usize].kind else {
-                return;
-            };
-            let relay = &mut relays[r];
-            if !relay.released && self.flows[down as usize].sender.established() {
-                relay.released = true;
-                self.flows[up as usize]
-                    .receiver
-                    .release_request(now, &mut self.out);
-                self.emit(now, up, Side::Receiver);
-            }
-        }
-        // Data acknowledged downstream leaves the buffer: the window reopens upstream.
-        let una = self.flows[down as usize].sender.snd_una();
-        let rx = &mut self.flows[up as usize].receiver;
-        rx.drain(now, una, &mut self.out);
-        if kind == PacketKind::Fin {
-            // The client closed its side: the PEP closes the connection it holds upstream
-            // (PEPsal-style close propagation; the server has long had its FIN acknowledged).
-            rx.close(now, &mut self.out);
-        }
-        self.emit(now, up, Side::Receiver);
-        self.update_occupancy(now, s, r);
-    }
-
-    fn update_occupancy(&mut self, now: SimTime, s: u32, r: usize) {
-        let SessionKind::Tcp { relays, .. } = &mut self.sessions[s as usize].kind else {
-            return;
-        };
-        let relay = &mut relays[r];
-        let held = self.flows[relay.up as usize]
-            .receiver
-            .rcv_nxt
-            .saturating_sub(self.flows[relay.down as usize].sender.snd_una());
-        relay.occupancy.set(now.ns(), held);
-    }
-
     fn sample(&mut self, now: SimTime) {
         let fwd = self.topo.bottleneck_fwd as usize;
         self.topo.links[fwd].sample(now);
         self.series
-            .sample(now, &self.sessions, &mut self.flows, &self.topo.links[fwd]);
+            .sample(now, &self.flows, &self.conns, &self.topo.links[fwd]);
     }
 
     /// Close the last (possibly partial) interval and the statistics at the end time.
@@ -481,8 +381,8 @@ impl Simulation {
         for l in &mut self.topo.links {
             l.sample(end);
         }
-        for s in &mut self.sessions {
-            if let SessionKind::Tcp { relays, .. } = &mut s.kind {
+        for s in &mut self.flows {
+            if let FlowKind::Tcp { relays, .. } = &mut s.kind {
                 for r in relays {
                     r.occupancy.advance(end.ns());
                 }

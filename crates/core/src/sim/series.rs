@@ -4,10 +4,13 @@
 //! A flow split by PEPs is measured end to end: goodput at the client, the sender-side
 //! figures (throughput, RTT, cwnd, retransmissions) on the connection leaving the server.
 //! A CBR flow reports its received payload as goodput and its sent payload as throughput.
+//!
+//! Measurement only reads protocol state: every figure is the difference of a cumulative
+//! counter between two samples, so recording series never changes what the endpoints do.
 use crate::engine::time::{SimDuration, SimTime};
 use crate::net::link::Link;
-use crate::sim::flow::{Session, SessionKind};
-use crate::sim::Flow;
+use crate::sim::flow::{Flow, FlowKind};
+use crate::tcp::connection::Connection;
 use serde::Serialize;
 
 /// Series of one flow.
@@ -21,11 +24,14 @@ pub struct FlowSeries {
     pub retransmits: Vec<u64>,
 }
 
+/// The cumulative counters of a flow at the previous sample.
 #[derive(Debug, Clone, Default)]
 struct Prev {
     delivered: u64,
     sent: u64,
     retrans: u64,
+    rtt_sum_ns: u128,
+    rtt_samples: u64,
 }
 
 /// Collects the series as the run goes.
@@ -70,8 +76,8 @@ impl SeriesRecorder {
     pub fn sample(
         &mut self,
         now: SimTime,
-        sessions: &[Session],
-        conns: &mut [Flow],
+        flows: &[Flow],
+        conns: &[Connection],
         bottleneck: &Link,
     ) {
         let dt = now.since(self.prev_t);
@@ -80,27 +86,41 @@ impl SeriesRecorder {
         }
         let secs = dt.as_secs_f64();
         self.t_ns.push(now.ns());
-        for (i, sess) in sessions.iter().enumerate() {
+        for (i, flow) in flows.iter().enumerate() {
             let s = &mut self.flows[i];
             let p = &mut self.prev[i];
-            let (delivered, sent, retrans, rtt, cwnd) = match &sess.kind {
-                SessionKind::Tcp { conns: ids, .. } => {
+            let (now_counts, cwnd) = match &flow.kind {
+                FlowKind::Tcp { conns: ids, .. } => {
                     let last = *ids.last().expect("a TCP flow has a connection") as usize;
-                    let delivered = conns[last].receiver.stats.bytes_delivered;
-                    let f = &mut conns[ids[0] as usize];
-                    let st = f.sender.stats_mut();
-                    let rtt =
-                        (st.iv_rtt_n > 0).then(|| st.iv_rtt_sum_ns as f64 / st.iv_rtt_n as f64);
-                    st.iv_rtt_n = 0;
-                    st.iv_rtt_sum_ns = 0;
-                    let (sent, retrans) = (st.bytes_sent, st.retrans_segs);
-                    (delivered, sent, retrans, rtt, f.sender.cwnd_bytes())
+                    let first = &conns[ids[0] as usize].sender;
+                    let st = first.stats();
+                    let counts = Prev {
+                        delivered: conns[last].receiver.stats.bytes_delivered,
+                        sent: st.bytes_sent,
+                        retrans: st.retrans_segs,
+                        rtt_sum_ns: st.rtt.sum(),
+                        rtt_samples: st.rtt.count(),
+                    };
+                    (counts, first.cwnd_bytes())
                 }
-                SessionKind::Udp { source, sink, .. } => {
-                    let sent = source.packets_sent * sink_payload(source);
-                    (sink.bytes_received, sent, 0, None, 0)
+                FlowKind::Udp { source, sink, .. } => {
+                    let counts = Prev {
+                        delivered: sink.bytes_received,
+                        sent: source.packets_sent * source.packet_bytes() as u64,
+                        ..Prev::default()
+                    };
+                    (counts, 0)
                 }
             };
+            let Prev {
+                delivered,
+                sent,
+                retrans,
+                rtt_sum_ns,
+                rtt_samples,
+            } = now_counts;
+            let n = rtt_samples - p.rtt_samples;
+            let rtt = (n > 0).then(|| (rtt_sum_ns - p.rtt_sum_ns) as f64 / n as f64);
             s.goodput_bps
                 .push((delivered - p.delivered) as f64 * 8.0 / secs);
             s.throughput_bps.push((sent - p.sent) as f64 * 8.0 / secs);
@@ -111,6 +131,8 @@ impl SeriesRecorder {
                 delivered,
                 sent,
                 retrans,
+                rtt_sum_ns,
+                rtt_samples,
             };
         }
         let area = bottleneck.stats.q_pkts.area;
@@ -124,8 +146,4 @@ impl SeriesRecorder {
         self.prev_bytes_tx = bytes;
         self.prev_t = now;
     }
-}
-
-fn sink_payload(source: &crate::app::udp::UdpSource) -> u64 {
-    source.packet_bytes() as u64
 }

@@ -1,8 +1,8 @@
-//! TCP connections: the sender (Linux-like or an ns-2 agent) and receiver of one
-//! connection, and how they are built from a flow's configuration. A user flow has one
-//! connection end to end, or one per leg when split-TCP PEPs cut the path.
+//! One TCP connection: its sender (the Linux-like one or an ns-2 agent) and receiver, the
+//! timer slots of both endpoints, and how a connection is built from a flow's
+//! configuration. A user flow has one connection end to end, or one per leg when
+//! split-TCP PEPs cut the path.
 use crate::cc::{self, FlowInit};
-use crate::engine::event::TimerSlot;
 use crate::engine::rng::SimRng;
 use crate::engine::time::SimTime;
 use crate::net::packet::Packet;
@@ -12,159 +12,174 @@ use crate::tcp::ns2::{self, Ns2Sender};
 use crate::tcp::receiver::{EcnEcho, Receiver, ReceiverConfig};
 use std::collections::BTreeMap;
 
-/// The data sender of a flow: the Linux-like sender, or one of ns-2's agents (selected by
-/// (cca, stack), see `tcp::ns2::agent_for`). Enum dispatch: the Linux path stays inline.
-pub enum FlowSender {
+/// Which endpoint of a TCP connection a timer or a packet belongs to.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Side {
+    Sender,
+    Receiver,
+}
+
+/// Timer slots of a connection endpoint. Each slot has at most one live deadline; stale
+/// heap entries are recognised and ignored when they fire (lazy cancellation).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum TimerSlot {
+    /// Sender: RTO, TLP or RACK reorder timer (Linux multiplexes them on one slot too).
+    Retransmit,
+    /// Sender: pacing release time.
+    Pacing,
+    /// Receiver: delayed or compressed ACK.
+    Ack,
+    /// Either side: handshake retransmission.
+    Handshake,
+}
+
+/// The data sender of a connection: the Linux-like sender, or one of ns-2's agents
+/// (selected by (cca, stack), see `tcp::ns2::agent_for`). Enum dispatch: the Linux path
+/// stays inline.
+pub enum AnySender {
     Linux(Sender),
     Ns2(Ns2Sender),
 }
 
-impl FlowSender {
+impl AnySender {
     /// A relay hands over more data (relay senders are always Linux senders).
     #[inline]
     pub fn supply(&mut self, now: SimTime, bytes: u64, out: &mut Vec<Packet>) {
         match self {
-            FlowSender::Linux(s) => s.supply(now, bytes, out),
-            FlowSender::Ns2(s) => s.supply(now, bytes, out),
+            AnySender::Linux(s) => s.supply(now, bytes, out),
+            AnySender::Ns2(s) => s.supply(now, bytes, out),
         }
     }
 
     /// The connection is established (a file server got the request).
     pub fn established(&self) -> bool {
         match self {
-            FlowSender::Linux(s) => s.state == crate::tcp::linux::sender::ConnState::Established,
-            FlowSender::Ns2(_) => true,
+            AnySender::Linux(s) => s.state == crate::tcp::linux::sender::ConnState::Established,
+            AnySender::Ns2(_) => true,
         }
     }
 
     #[inline]
     pub fn start(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         match self {
-            FlowSender::Linux(s) => s.start(now, out),
-            FlowSender::Ns2(s) => s.start(now, out),
+            AnySender::Linux(s) => s.start(now, out),
+            AnySender::Ns2(s) => s.start(now, out),
         }
     }
 
     #[inline]
     pub fn on_packet(&mut self, now: SimTime, p: &Packet, out: &mut Vec<Packet>) {
         match self {
-            FlowSender::Linux(s) => s.on_packet(now, p, out),
-            FlowSender::Ns2(s) => s.on_packet(now, p, out),
+            AnySender::Linux(s) => s.on_packet(now, p, out),
+            AnySender::Ns2(s) => s.on_packet(now, p, out),
         }
     }
 
     #[inline]
     pub fn on_timer(&mut self, now: SimTime, slot: TimerSlot, out: &mut Vec<Packet>) {
         match self {
-            FlowSender::Linux(s) => s.on_timer(now, slot, out),
-            FlowSender::Ns2(s) => s.on_timer(now, slot, out),
+            AnySender::Linux(s) => s.on_timer(now, slot, out),
+            AnySender::Ns2(s) => s.on_timer(now, slot, out),
         }
     }
 
     #[inline]
     pub fn timer_deadline(&self, slot: TimerSlot) -> Option<SimTime> {
         match self {
-            FlowSender::Linux(s) => s.timer_deadline(slot),
-            FlowSender::Ns2(s) => s.timer_deadline(slot),
+            AnySender::Linux(s) => s.timer_deadline(slot),
+            AnySender::Ns2(s) => s.timer_deadline(slot),
         }
     }
 
     /// Counters of the sender.
     pub fn stats(&self) -> &SenderStats {
         match self {
-            FlowSender::Linux(s) => &s.stats,
-            FlowSender::Ns2(s) => &s.stats,
-        }
-    }
-
-    pub fn stats_mut(&mut self) -> &mut SenderStats {
-        match self {
-            FlowSender::Linux(s) => &mut s.stats,
-            FlowSender::Ns2(s) => &mut s.stats,
+            AnySender::Linux(s) => &s.stats,
+            AnySender::Ns2(s) => &s.stats,
         }
     }
 
     pub fn cwnd_bytes(&self) -> u64 {
         match self {
-            FlowSender::Linux(s) => s.cwnd_bytes(),
-            FlowSender::Ns2(s) => s.cwnd_bytes(),
+            AnySender::Linux(s) => s.cwnd_bytes(),
+            AnySender::Ns2(s) => s.cwnd_bytes(),
         }
     }
 
     pub fn ssthresh_bytes(&self) -> u64 {
         match self {
-            FlowSender::Linux(s) => s.ssthresh_bytes(),
-            FlowSender::Ns2(s) => s.ssthresh_bytes(),
+            AnySender::Linux(s) => s.ssthresh_bytes(),
+            AnySender::Ns2(s) => s.ssthresh_bytes(),
         }
     }
 
     /// Payload bytes per full segment.
     pub fn mss(&self) -> u32 {
         match self {
-            FlowSender::Linux(s) => s.cfg.mss,
-            FlowSender::Ns2(s) => s.mss(),
+            AnySender::Linux(s) => s.cfg.mss,
+            AnySender::Ns2(s) => s.mss(),
         }
     }
 
     /// First unacknowledged byte.
     pub fn snd_una(&self) -> u64 {
         match self {
-            FlowSender::Linux(s) => s.snd_una,
-            FlowSender::Ns2(s) => s.snd_una(),
+            AnySender::Linux(s) => s.snd_una,
+            AnySender::Ns2(s) => s.snd_una(),
         }
     }
 
     /// One past the highest byte sent.
     pub fn snd_nxt(&self) -> u64 {
         match self {
-            FlowSender::Linux(s) => s.snd_nxt,
-            FlowSender::Ns2(s) => s.snd_nxt(),
+            AnySender::Linux(s) => s.snd_nxt,
+            AnySender::Ns2(s) => s.snd_nxt(),
         }
     }
 
     /// All of the application's data has been acknowledged.
     pub fn finished(&self) -> bool {
         match self {
-            FlowSender::Linux(s) => s.finished(),
-            FlowSender::Ns2(s) => s.finished(),
+            AnySender::Linux(s) => s.finished(),
+            AnySender::Ns2(s) => s.finished(),
         }
     }
 
     /// When the FIN on the last byte of a file was acknowledged (ns-2 agents send none).
     pub fn fin_acked_at(&self) -> Option<SimTime> {
         match self {
-            FlowSender::Linux(s) => s.fin_acked_at,
-            FlowSender::Ns2(_) => None,
+            AnySender::Linux(s) => s.fin_acked_at,
+            AnySender::Ns2(_) => None,
         }
     }
 
-    /// The Linux sender, if this flow runs one.
+    /// The Linux sender, if this connection runs one.
     pub fn linux(&self) -> Option<&Sender> {
         match self {
-            FlowSender::Linux(s) => Some(s),
-            FlowSender::Ns2(_) => None,
+            AnySender::Linux(s) => Some(s),
+            AnySender::Ns2(_) => None,
         }
     }
 
-    /// The ns-2 agent, if this flow runs one.
+    /// The ns-2 agent, if this connection runs one.
     pub fn ns2(&self) -> Option<&Ns2Sender> {
         match self {
-            FlowSender::Linux(_) => None,
-            FlowSender::Ns2(s) => Some(s),
+            AnySender::Linux(_) => None,
+            AnySender::Ns2(s) => Some(s),
         }
     }
 }
 
 /// One TCP connection — a whole flow end to end, or one leg of it between split-TCP PEPs
 /// — with both endpoints and the earliest pending heap event per timer slot.
-pub struct Flow {
+pub struct Connection {
     pub cca: String,
     pub start: SimTime,
     pub app: AppConfig,
-    pub sender: FlowSender,
+    pub sender: AnySender,
     pub receiver: Receiver,
     /// The user flow this connection belongs to, and its position on it (0 = at the server).
-    pub session: u32,
+    pub flow: u32,
     pub leg: u8,
     /// ACKs are rewritten to ns-2 `TCPSink` sizes (`tcp::ns2::sink`).
     pub(crate) ns2_sink: bool,
@@ -202,7 +217,7 @@ impl ConnSpec<'_> {
 }
 
 /// Build a connection.
-pub fn build(seed: u64, spec: &ConnSpec<'_>, session: u32) -> Result<Flow, ConfigError> {
+pub fn build(seed: u64, spec: &ConnSpec<'_>) -> Result<Connection, ConfigError> {
     let t = spec.tcp;
     let rwnd = if t.window_scaling {
         t.rwnd_bytes
@@ -210,7 +225,7 @@ pub fn build(seed: u64, spec: &ConnSpec<'_>, session: u32) -> Result<Flow, Confi
         t.rwnd_bytes.min(65_535)
     };
     if let Some(kind) = ns2::agent_for(spec.cca, t.stack) {
-        return ns2_conn(seed, spec, session, kind, rwnd);
+        return ns2_conn(seed, spec, kind, rwnd);
     }
     let info = cc::info(spec.cca);
     let sack = info.and_then(|ci| ci.sack).unwrap_or(t.sack);
@@ -266,13 +281,13 @@ pub fn build(seed: u64, spec: &ConnSpec<'_>, session: u32) -> Result<Flow, Confi
         sender.ts_offset = ts_rng.below(1 << 32) * 1_000_000;
         receiver.ts_offset = ts_rng.below(1 << 32) * 1_000_000;
     }
-    Ok(Flow {
+    Ok(Connection {
         cca: spec.cca.to_string(),
         start: spec.start,
         app: spec.app,
-        sender: FlowSender::Linux(sender),
+        sender: AnySender::Linux(sender),
         receiver,
-        session,
+        flow: spec.flow as u32,
         leg: spec.leg as u8,
         ns2_sink: false,
         scheduled: [[None; 4]; 2],
@@ -286,10 +301,9 @@ pub fn build(seed: u64, spec: &ConnSpec<'_>, session: u32) -> Result<Flow, Confi
 fn ns2_conn(
     seed: u64,
     spec: &ConnSpec<'_>,
-    session: u32,
     kind: ns2::Ns2Kind,
     rwnd: u64,
-) -> Result<Flow, ConfigError> {
+) -> Result<Connection, ConfigError> {
     let t = spec.tcp;
     let mut rng = SimRng::substream(seed, &spec.stream("ns2"));
     let tcp = ns2::FlowTcp {
@@ -316,13 +330,13 @@ fn ns2_conn(
     };
     let mut receiver = Receiver::new(id, rcfg);
     receiver.relay_limit = spec.relay_limit;
-    Ok(Flow {
+    Ok(Connection {
         cca: spec.cca.to_string(),
         start: spec.start,
         app: spec.app,
-        sender: FlowSender::Ns2(agent),
+        sender: AnySender::Ns2(agent),
         receiver,
-        session,
+        flow: spec.flow as u32,
         leg: spec.leg as u8,
         ns2_sink: true,
         scheduled: [[None; 4]; 2],

@@ -13,10 +13,10 @@
 //! recently reported ones; at most 3 with timestamps (4 without), a D-SACK taking a slot.
 //! TSecr echoes TS.Recent, taken from segments at or below the last ACKed sequence, so the
 //! sender's RTT includes the delayed-ACK wait (RFC 7323).
-use crate::engine::event::TimerSlot;
 use crate::engine::time::{SimDuration, SimTime};
 use crate::net::packet::{self, flags, Packet, PacketKind, SackBlock, SYN_OPTION_BYTES};
 use crate::scenario::AppConfig;
+use crate::tcp::connection::TimerSlot;
 use crate::tcp::linux::rtt::RttEstimator;
 use crate::tcp::linux::sender::REQUEST_BYTES;
 use std::collections::BTreeMap;

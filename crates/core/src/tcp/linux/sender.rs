@@ -8,11 +8,11 @@
 //! MSS-sized and never re-packetized. The flow of an ACK is Linux's `tcp_ack` (see
 //! `ack.rs`); state transitions are `tcp_fastretrans_alert` and friends (`ca_state.rs`).
 use crate::cc::{CaState, Cc, CongestionControl, CwndEvent, Window};
-use crate::engine::event::TimerSlot;
 use crate::engine::stats::{LogHistogram, TimeWeighted};
 use crate::engine::time::{serialization_time, SimDuration, SimTime};
 use crate::net::packet::{self, Packet, PacketKind, SYN_OPTION_BYTES};
 use crate::scenario::AppConfig;
+use crate::tcp::connection::TimerSlot;
 use crate::tcp::linux::rate::RateSampler;
 use crate::tcp::linux::rtt::{RttEstimator, WindowedMin, RTO_FALLBACK, RTO_INIT, RTO_MAX};
 use crate::tcp::linux::scoreboard::{segflags, Scoreboard};
@@ -97,10 +97,9 @@ pub struct SenderStats {
     pub fast_recoveries: u64,
     pub undos: u64,
     pub tlp_probes: u64,
+    /// Every RTT sample (ns); its sum and count are cumulative, so the series takes
+    /// interval means from their differences.
     pub rtt: LogHistogram,
-    /// Sum and count of RTT samples in the current series interval.
-    pub iv_rtt_sum_ns: u128,
-    pub iv_rtt_n: u64,
     /// The smoothed RTT (ns) as a step function of time, from its first sample on: its
     /// time average is what `ss`/`TCP_INFO` sampled at regular instants report, which
     /// weighs slow periods as much as fast ones (unlike the mean over per-ACK samples).
@@ -113,8 +112,6 @@ impl SenderStats {
     /// Record an RTT sample `r` taken at `now` and the smoothed RTT after it.
     pub fn record_rtt(&mut self, now: SimTime, r: SimDuration, srtt: SimDuration) {
         self.rtt.record(r.ns());
-        self.iv_rtt_sum_ns += r.ns() as u128;
-        self.iv_rtt_n += 1;
         if self.srtt_since_ns.is_none() {
             self.srtt_since_ns = Some(now.ns());
             self.srtt.last_t_ns = now.ns();

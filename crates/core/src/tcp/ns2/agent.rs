@@ -19,10 +19,10 @@ use super::rtt::Ns2Rtt;
 use super::scoreboard::{FackScoreboard, RqScoreboard};
 use super::vegas::VegasState;
 use super::Ns2Kind;
-use crate::engine::event::TimerSlot;
 use crate::engine::time::{SimDuration, SimTime};
 use crate::net::packet::{flags, Packet, PacketKind, BASE_HEADER_BYTES, SYN_OPTION_BYTES};
 use crate::scenario::AppConfig;
+use crate::tcp::connection::TimerSlot;
 use crate::tcp::linux::sender::SenderStats;
 use std::collections::VecDeque;
 
