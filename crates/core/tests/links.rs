@@ -489,9 +489,7 @@ fn scenario_json(forward: &str) -> String {
 }
 
 fn err(forward: &str) -> String {
-    ScenarioConfig::from_json(&scenario_json(forward))
-        .expect_err("invalid")
-        .0
+    tcplab_core::api::run_json(&scenario_json(forward)).expect_err("invalid")
 }
 
 #[test]
