@@ -6,6 +6,7 @@ pub mod cc;
 pub mod engine;
 pub mod model;
 pub mod net;
+pub mod result;
 pub mod scenario;
 pub mod sim;
 pub mod tcp;

@@ -207,7 +207,7 @@ impl Engine {
                     }
                     dir.line.push_back(Parked { at, buf });
                 }
-                Verdict::Dropped(_) | Verdict::LossModelDrop | Verdict::OutageDrop => {}
+                Verdict::Dropped(_) => {}
             }
         }
         Ok(())

@@ -151,6 +151,8 @@ struct LinkModel {
     /// Event-driven links: the waiting packets, and whether a wake-up is scheduled.
     queue: PacketQueue,
     wake_pending: bool,
+    /// Time 0 of the outage and trace schedules (`set_origin`).
+    origin: SimTime,
 }
 
 /// One direction of a link.
@@ -266,9 +268,22 @@ impl Link {
                 last_arrival: SimTime::ZERO,
                 queue: PacketQueue::default(),
                 wake_pending: false,
+                origin: SimTime::ZERO,
             }));
         }
         l
+    }
+
+    /// Count the outages and the rate or delivery trace from `origin` instead of from 0
+    /// (the emulator's measurement starts when the traffic does); never earlier than a
+    /// previous origin. The simulator's links keep origin 0.
+    pub fn set_origin(&mut self, origin: SimTime) {
+        if let Some(m) = self.model.as_deref_mut() {
+            let by = origin.since(m.origin);
+            m.outages.delay_by(by);
+            m.service.delay_by(by);
+            m.origin = origin;
+        }
     }
 
     /// The link keeps packets in a real queue (CoDel) and needs `LinkWake` events.
