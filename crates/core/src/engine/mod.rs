@@ -2,6 +2,7 @@
 //! seeded random substreams (`rng`), the event queue ordered by (time, sequence) (`event`),
 //! bounded-memory statistics (`stats`) and the windowed min/max filter (`minmax`).
 pub mod event;
+pub mod minmax;
 pub mod rng;
 pub mod stats;
 pub mod time;

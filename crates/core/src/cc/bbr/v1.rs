@@ -29,10 +29,10 @@
 use crate::cc::{
     CaState, CcInfo, CongestionControl, CwndEvent, FlowInit, LossKind, ParamSpec, Params, Window,
 };
+use crate::engine::minmax::WindowedMax;
 use crate::engine::rng::SimRng;
 use crate::scenario::ConfigError;
 use crate::tcp::linux::rate::RateSample;
-use crate::tcp::linux::rtt::WindowedMax;
 
 /// Bandwidth unit: packets per µs scaled by 2^24 (≈ 715 bit/s per unit at 1500 B).
 pub const BW_SCALE: u32 = 24;

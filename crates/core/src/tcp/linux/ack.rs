@@ -473,7 +473,8 @@ impl Sender {
         if let Some(r) = seq_rtt {
             let ca = ca_rtt.unwrap_or(r);
             if !(flag.ack_maybe_delayed && self.min_rtt().is_some_and(|m| ca > m)) {
-                self.min_rtt.update(MIN_RTT_WINDOW, now, ca.ns().max(1));
+                self.min_rtt
+                    .update(MIN_RTT_WINDOW.ns(), now.ns(), ca.ns().max(1));
             }
             self.rtt.sample(r, self.snd_una, self.snd_nxt);
             self.icsk_rto = self.rtt.rto();

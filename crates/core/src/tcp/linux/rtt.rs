@@ -4,7 +4,7 @@
 //! Linux keeps `mdev` (an absolute-deviation average that gains 1/4 on increases and 1/32
 //! on decreases) and `rttvar`, floored at `rto_min`, so RTO = srtt + rttvar ≥ srtt + 200 ms
 //! and the first RTO is max(3R, R + 200 ms). Values are in ns here (Linux uses µs).
-use crate::engine::time::{SimDuration, SimTime};
+use crate::engine::time::SimDuration;
 
 /// Linux `TCP_RTO_MIN`.
 pub const RTO_MIN: SimDuration = SimDuration::from_ms(200);
@@ -104,118 +104,6 @@ impl RttEstimator {
     }
 }
 
-/// Windowed minimum over time (Kathleen Nichols' algorithm, Linux `lib/win_minmax.c`):
-/// keeps the best, second-best and third-best samples in sub-windows so that the minimum
-/// over the last `window` is known in O(1).
-#[derive(Debug, Clone, Copy)]
-pub struct WindowedMin {
-    s: [(SimTime, u64); 3],
-}
-
-impl Default for WindowedMin {
-    fn default() -> Self {
-        WindowedMin {
-            s: [(SimTime::ZERO, u64::MAX); 3],
-        }
-    }
-}
-
-impl WindowedMin {
-    pub fn get(&self) -> u64 {
-        self.s[0].1
-    }
-
-    pub fn reset(&mut self, t: SimTime, v: u64) -> u64 {
-        self.s = [(t, v); 3];
-        v
-    }
-
-    /// Insert sample `v` at `t`; returns the windowed minimum.
-    pub fn update(&mut self, window: SimDuration, t: SimTime, v: u64) -> u64 {
-        let val = (t, v);
-        if v <= self.s[0].1 || t.saturating_since(self.s[2].0) > window || self.s[0].1 == u64::MAX {
-            return self.reset(t, v);
-        }
-        if v <= self.s[1].1 {
-            self.s[2] = val;
-            self.s[1] = val;
-        } else if v <= self.s[2].1 {
-            self.s[2] = val;
-        }
-        self.subwin_update(window, val)
-    }
-
-    fn subwin_update(&mut self, window: SimDuration, val: (SimTime, u64)) -> u64 {
-        let dt = val.0.saturating_since(self.s[0].0);
-        if dt > window {
-            // The best expired: promote the others and the new sample.
-            self.s[0] = self.s[1];
-            self.s[1] = self.s[2];
-            self.s[2] = val;
-            if val.0.saturating_since(self.s[0].0) > window {
-                self.s[0] = self.s[1];
-                self.s[1] = self.s[2];
-                self.s[2] = val;
-            }
-        } else if self.s[1].0 == self.s[0].0 && dt > window / 4 {
-            // A quarter of the window passed without a second choice: take one.
-            self.s[2] = val;
-            self.s[1] = val;
-        } else if self.s[2].0 == self.s[1].0 && dt > window / 2 {
-            self.s[2] = val;
-        }
-        self.s[0].1
-    }
-}
-
-/// Windowed maximum (same algorithm, for BBR's bandwidth filter), over any monotone clock.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct WindowedMax {
-    s: [(u64, u64); 3],
-}
-
-impl WindowedMax {
-    pub fn get(&self) -> u64 {
-        self.s[0].1
-    }
-
-    pub fn reset(&mut self, t: u64, v: u64) -> u64 {
-        self.s = [(t, v); 3];
-        v
-    }
-
-    /// Insert sample `v` at time/round `t`; window length `window` in the same unit.
-    pub fn update(&mut self, window: u64, t: u64, v: u64) -> u64 {
-        let val = (t, v);
-        if v >= self.s[0].1 || t.saturating_sub(self.s[2].0) > window {
-            return self.reset(t, v);
-        }
-        if v >= self.s[1].1 {
-            self.s[2] = val;
-            self.s[1] = val;
-        } else if v >= self.s[2].1 {
-            self.s[2] = val;
-        }
-        let dt = t.saturating_sub(self.s[0].0);
-        if dt > window {
-            self.s[0] = self.s[1];
-            self.s[1] = self.s[2];
-            self.s[2] = val;
-            if t.saturating_sub(self.s[0].0) > window {
-                self.s[0] = self.s[1];
-                self.s[1] = self.s[2];
-                self.s[2] = val;
-            }
-        } else if self.s[1].0 == self.s[0].0 && dt > window / 4 {
-            self.s[2] = val;
-            self.s[1] = val;
-        } else if self.s[2].0 == self.s[1].0 && dt > window / 2 {
-            self.s[2] = val;
-        }
-        self.s[0].1
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -254,28 +142,5 @@ mod tests {
         e.sample(SimDuration::from_ms(180), 0, 0);
         // 100 + (180 - 100)/8 = 110 ms
         assert_eq!(e.srtt(), Some(SimDuration::from_ms(110)));
-    }
-
-    #[test]
-    fn windowed_min_expires_old_minimum() {
-        let w = SimDuration::from_secs(10);
-        let mut m = WindowedMin::default();
-        assert_eq!(m.update(w, SimTime(0), 50), 50);
-        assert_eq!(m.update(w, SimTime(1_000_000_000), 80), 50);
-        assert_eq!(m.update(w, SimTime(6_000_000_000), 90), 50);
-        // 11 s after the 50 sample, it has expired; best remaining in window is 80 or later.
-        let v = m.update(w, SimTime(11_000_000_000), 95);
-        assert!(v == 80 || v == 90, "{v}");
-    }
-
-    #[test]
-    fn windowed_max_tracks_max_over_rounds() {
-        let mut m = WindowedMax::default();
-        assert_eq!(m.update(10, 1, 100), 100);
-        assert_eq!(m.update(10, 2, 60), 100);
-        assert_eq!(m.update(10, 5, 70), 100);
-        // Round 12: the 100 sample (round 1) is older than 10 rounds.
-        let v = m.update(10, 12, 65);
-        assert!(v == 70 || v == 65, "{v}");
     }
 }

@@ -8,17 +8,18 @@
 //! MSS-sized and never re-packetized. The flow of an ACK is Linux's `tcp_ack` (see
 //! `ack.rs`); state transitions are `tcp_fastretrans_alert` and friends (`ca_state.rs`).
 use crate::cc::{CaState, Cc, CongestionControl, CwndEvent, Window};
+use crate::engine::minmax::WindowedMin;
 use crate::engine::stats::{LogHistogram, TimeWeighted};
 use crate::engine::time::{serialization_time, SimDuration, SimTime};
 use crate::net::packet::{self, Packet, PacketKind, SYN_OPTION_BYTES};
 use crate::scenario::AppConfig;
 use crate::tcp::connection::TimerSlot;
 use crate::tcp::linux::rate::RateSampler;
-use crate::tcp::linux::rtt::{RttEstimator, WindowedMin, RTO_FALLBACK, RTO_INIT, RTO_MAX};
+use crate::tcp::linux::rtt::{RttEstimator, RTO_FALLBACK, RTO_INIT, RTO_MAX};
 use crate::tcp::linux::scoreboard::{segflags, Scoreboard};
 use crate::tcp::linux::{Prr, Rack};
 
-/// Linux `tcp_min_rtt_wlen`: the min-RTT filter window.
+/// Linux `tcp_min_rtt_wlen`: the window of the min-RTT filter (a `WindowedMin` in ns).
 pub const MIN_RTT_WINDOW: SimDuration = SimDuration::from_secs(300);
 /// Linux `TCP_TIMEOUT_MIN` added to the probe timeout when several packets are out.
 pub const TLP_MIN_EXTRA: SimDuration = SimDuration::from_ms(2);
@@ -473,7 +474,7 @@ impl Sender {
         } else {
             let r = now.since(self.hs_sent_at);
             self.rtt.sample(r, 0, 0);
-            self.min_rtt.update(MIN_RTT_WINDOW, now, r.ns());
+            self.min_rtt.update(MIN_RTT_WINDOW.ns(), now.ns(), r.ns());
             self.icsk_rto = self.rtt.rto();
         }
         self.backoff = 0;
@@ -984,7 +985,8 @@ mod tests {
         let (mut s, _) = file_server_sent_all();
         let mut at_min_rtt = |us: u64, rate_bytes: u64| {
             s.min_rtt = WindowedMin::default();
-            s.min_rtt.update(MIN_RTT_WINDOW, ms(200), us * 1_000);
+            s.min_rtt
+                .update(MIN_RTT_WINDOW.ns(), ms(200).ns(), us * 1_000);
             s.tso_segs(rate_bytes)
         };
         // 10 Mbit/s, 20 ms: 1_250_000 >> 10 = 1220 B < 1 MSS (20_000 >> 9 = 39: no bonus) → 2
