@@ -4,7 +4,6 @@
 use crate::cc;
 use crate::scenario::{ConfigError, ScenarioConfig};
 use crate::sim::Simulation;
-use serde::Serialize;
 
 pub use crate::result::{
     summarize, FlowResult, LegResult, LinkResult, PepBufferResult, RttResult, RunResult,
@@ -37,43 +36,9 @@ pub fn run_json(text: &str) -> Result<String, String> {
     }
 }
 
-#[derive(Serialize)]
-struct ParamOut {
-    name: &'static str,
-    default: f64,
-    unit: &'static str,
-    help: &'static str,
-}
-
-#[derive(Serialize)]
-struct CcOut {
-    name: &'static str,
-    summary: &'static str,
-    feedback: &'static str,
-    reference: &'static str,
-    params: Vec<ParamOut>,
-}
-
-/// The algorithm catalogue as JSON text.
+/// The algorithm catalogue as JSON text: each entry's name, summary, feedback, reference
+/// and parameters (name, default, unit, help), in the registry's order.
 pub fn ccas_json() -> String {
-    let v: Vec<CcOut> = cc::catalogue()
-        .iter()
-        .map(|c| CcOut {
-            name: c.name,
-            summary: c.summary,
-            feedback: c.feedback,
-            reference: c.reference,
-            params: c
-                .params
-                .iter()
-                .map(|p| ParamOut {
-                    name: p.name,
-                    default: p.default,
-                    unit: p.unit,
-                    help: p.help,
-                })
-                .collect(),
-        })
-        .collect();
+    let v: Vec<cc::CcInfo> = cc::catalogue().collect();
     serde_json::to_string(&v).expect("catalogue serializes")
 }

@@ -216,10 +216,6 @@ impl Bic {
 }
 
 impl CongestionControl for Bic {
-    fn name(&self) -> &'static str {
-        "bic"
-    }
-
     fn on_cwnd_event(&mut self, w: &mut Window, _ev: CwndEvent) {
         self.ensure_init(w);
     }

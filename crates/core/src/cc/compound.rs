@@ -191,10 +191,6 @@ impl Compound {
 }
 
 impl CongestionControl for Compound {
-    fn name(&self) -> &'static str {
-        "compound"
-    }
-
     fn cong_avoid(&mut self, w: &mut Window, acked: u32) {
         self.sync(w);
         if !w.is_cwnd_limited() {

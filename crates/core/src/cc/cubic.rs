@@ -349,10 +349,6 @@ impl Cubic {
 }
 
 impl CongestionControl for Cubic {
-    fn name(&self) -> &'static str {
-        "cubic"
-    }
-
     fn on_congestion_event(&mut self, w: &mut Window, _kind: LossKind) -> u32 {
         self.ensure_init(w);
         self.epoch_start = 0;

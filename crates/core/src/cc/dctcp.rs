@@ -116,10 +116,6 @@ impl Dctcp {
 }
 
 impl CongestionControl for Dctcp {
-    fn name(&self) -> &'static str {
-        "dctcp"
-    }
-
     /// Linux `dctcp_update_alpha` (the `in_ack_event` hook).
     fn on_ack_event(&mut self, w: &mut Window, _flags: super::AckFlags) {
         if w.snd_una < self.next_seq {

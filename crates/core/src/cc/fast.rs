@@ -170,10 +170,6 @@ impl Fast {
 }
 
 impl CongestionControl for Fast {
-    fn name(&self) -> &'static str {
-        "fast"
-    }
-
     fn on_pkts_acked(&mut self, w: &mut Window, s: &AckSample) {
         let Some(rtt) = s.rtt else { return };
         let r = rtt.ns().max(1);

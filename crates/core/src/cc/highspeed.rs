@@ -144,10 +144,6 @@ impl HighSpeed {
 }
 
 impl CongestionControl for HighSpeed {
-    fn name(&self) -> &'static str {
-        "highspeed"
-    }
-
     fn on_cwnd_event(&mut self, w: &mut Window, _ev: super::CwndEvent) {
         self.ensure_init(w);
     }

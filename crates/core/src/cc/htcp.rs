@@ -257,10 +257,6 @@ impl Htcp {
 }
 
 impl CongestionControl for Htcp {
-    fn name(&self) -> &'static str {
-        "htcp"
-    }
-
     fn on_cwnd_event(&mut self, w: &mut Window, _ev: CwndEvent) {
         self.ensure_init(w);
     }

@@ -95,7 +95,7 @@ impl Hybla {
             rho_3ls: 0,
             rho2_7ls: 0,
             minrtt_us: 0,
-            reno: Reno::new(p, init, "reno")?,
+            reno: Reno::new(p, init)?,
         })
     }
 
@@ -132,10 +132,6 @@ impl Hybla {
 }
 
 impl CongestionControl for Hybla {
-    fn name(&self) -> &'static str {
-        "hybla"
-    }
-
     fn on_ack_event(&mut self, w: &mut Window, _flags: AckFlags) {
         self.ensure_init(w);
     }

@@ -183,10 +183,6 @@ impl Illinois {
 }
 
 impl CongestionControl for Illinois {
-    fn name(&self) -> &'static str {
-        "illinois"
-    }
-
     fn on_pkts_acked(&mut self, _w: &mut Window, s: &AckSample) {
         self.acked = s.pkts_acked as u16;
         let Some(rtt) = s.rtt else { return };

@@ -223,10 +223,6 @@ impl Ledbat {
 }
 
 impl CongestionControl for Ledbat {
-    fn name(&self) -> &'static str {
-        "ledbat"
-    }
-
     /// Take the delay sample of an ACK that advanced `snd_una`, and remember the flight
     /// size before it.
     fn on_pkts_acked(&mut self, w: &mut Window, s: &AckSample) {

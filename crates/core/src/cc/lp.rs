@@ -83,7 +83,7 @@ impl Lp {
             owd_max_rsv: 0,
             last_drop: 0,
             inference: 0,
-            reno: Reno::new(p, init, "reno")?,
+            reno: Reno::new(p, init)?,
         })
     }
 
@@ -137,10 +137,6 @@ impl Lp {
 }
 
 impl CongestionControl for Lp {
-    fn name(&self) -> &'static str {
-        "lp"
-    }
-
     /// Linux `tcp_lp_pkts_acked`: OWD sample and the early-congestion reaction.
     fn on_pkts_acked(&mut self, w: &mut Window, s: &AckSample) {
         let now = (w.now.ns() / NS_PER_TS_TICK) as u32;

@@ -20,21 +20,15 @@ pub const INFO: CcInfo = CcInfo {
 
 /// Linux Reno.
 #[derive(Debug, Clone)]
-pub struct Reno {
-    name: &'static str,
-}
+pub struct Reno;
 
 impl Reno {
-    pub fn new(_p: &Params<'_>, _init: &FlowInit, name: &'static str) -> Result<Self, ConfigError> {
-        Ok(Reno { name })
+    pub fn new(_p: &Params<'_>, _init: &FlowInit) -> Result<Self, ConfigError> {
+        Ok(Reno)
     }
 }
 
 impl CongestionControl for Reno {
-    fn name(&self) -> &'static str {
-        self.name
-    }
-
     fn on_congestion_event(&mut self, w: &mut Window, _kind: LossKind) -> u32 {
         (w.cwnd >> 1).max(2)
     }
@@ -69,7 +63,6 @@ mod tests {
                 mss: 1448,
                 initial_window: 10,
             },
-            "reno",
         )
         .unwrap();
         let mut w = Window::new(10, 1448);

@@ -59,10 +59,6 @@ impl Scalable {
 }
 
 impl CongestionControl for Scalable {
-    fn name(&self) -> &'static str {
-        "scalable"
-    }
-
     /// Linux `tcp_scalable_ssthresh`: cwnd − cwnd/8, at least 2.
     fn on_congestion_event(&mut self, w: &mut Window, _kind: LossKind) -> u32 {
         (w.cwnd - (w.cwnd >> self.md_shift)).max(2)

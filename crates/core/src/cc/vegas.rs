@@ -233,10 +233,6 @@ impl Vegas {
 }
 
 impl CongestionControl for Vegas {
-    fn name(&self) -> &'static str {
-        "vegas"
-    }
-
     fn on_congestion_event(&mut self, w: &mut Window, _kind: LossKind) -> u32 {
         (w.cwnd >> 1).max(2)
     }

@@ -94,10 +94,6 @@ impl Veno {
 }
 
 impl CongestionControl for Veno {
-    fn name(&self) -> &'static str {
-        "veno"
-    }
-
     fn on_pkts_acked(&mut self, _w: &mut Window, s: &AckSample) {
         let Some(rtt) = s.rtt else { return };
         let vrtt = (rtt.us().min(i32::MAX as u64) as u32).wrapping_add(1);

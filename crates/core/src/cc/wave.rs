@@ -553,10 +553,6 @@ impl Wave {
 }
 
 impl CongestionControl for Wave {
-    fn name(&self) -> &'static str {
-        "wave"
-    }
-
     fn on_ack_event(&mut self, w: &mut Window, _flags: AckFlags) {
         self.close_round(Some(w));
     }

@@ -97,7 +97,7 @@ impl Westwood {
             first_ack: true,
             reset_rtt_min: true,
             pending: None,
-            reno: Reno::new(p, init, "reno")?,
+            reno: Reno::new(p, init)?,
         })
     }
 
@@ -214,10 +214,6 @@ fn do_filter(a: u32, b: u32) -> u32 {
 }
 
 impl CongestionControl for Westwood {
-    fn name(&self) -> &'static str {
-        "westwood"
-    }
-
     fn on_ack_event(&mut self, w: &mut Window, flags: AckFlags) {
         self.ensure_init(w);
         self.pending = Some(flags);

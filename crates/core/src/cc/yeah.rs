@@ -176,10 +176,6 @@ impl Yeah {
 }
 
 impl CongestionControl for Yeah {
-    fn name(&self) -> &'static str {
-        "yeah"
-    }
-
     fn cong_avoid(&mut self, w: &mut Window, acked: u32) {
         self.ensure_clamp(w);
         if !w.is_cwnd_limited() {

@@ -34,7 +34,7 @@ pub enum TimerSlot {
 }
 
 /// The data sender of a connection: the Linux-like sender, or one of ns-2's agents
-/// (selected by (cca, stack), see `tcp::ns2::agent_for`). Enum dispatch: the Linux path
+/// (selected by (cca, stack), see `cc::registry::ns2_agent`). Enum dispatch: the Linux path
 /// stays inline.
 pub enum AnySender {
     Linux(Sender),
@@ -224,7 +224,7 @@ pub fn build(seed: u64, spec: &ConnSpec<'_>) -> Result<Connection, ConfigError> 
     } else {
         t.rwnd_bytes.min(65_535)
     };
-    if let Some(kind) = ns2::agent_for(spec.cca, t.stack) {
+    if let Some(kind) = cc::registry::ns2_agent(spec.cca, t.stack) {
         return ns2_conn(seed, spec, kind, rwnd);
     }
     let info = cc::info(spec.cca);

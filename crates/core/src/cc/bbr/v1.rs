@@ -866,10 +866,6 @@ impl Bbr {
 }
 
 impl CongestionControl for Bbr {
-    fn name(&self) -> &'static str {
-        "bbr"
-    }
-
     /// Linux `bbr_ssthresh`: entering loss recovery only saves cwnd (for the restore).
     fn on_congestion_event(&mut self, w: &mut Window, _kind: LossKind) -> u32 {
         self.ensure_init(w);

@@ -1348,10 +1348,6 @@ impl Bbr3 {
 }
 
 impl CongestionControl for Bbr3 {
-    fn name(&self) -> &'static str {
-        "bbr3"
-    }
-
     fn on_ack_event(&mut self, w: &mut Window, flags: AckFlags) {
         self.ensure_init(w);
         self.ack_ece = flags.ece;
