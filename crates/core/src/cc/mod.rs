@@ -53,6 +53,25 @@ use crate::tcp::linux::rate::RateSample;
 
 /// Linux `sysctl_tcp_min_tso_segs` (default 2).
 pub const TCP_MIN_TSO_SEGS: u32 = 2;
+/// Linux `sk_pacing_shift` default: a paced skb holds ~1/1024 s of data.
+pub const SK_PACING_SHIFT: u32 = 10;
+/// Linux `sysctl_tcp_tso_rtt_log`: the 64 KB TSO allowance halves per 2^9 µs of min RTT.
+pub const TSO_RTT_LOG: u32 = 9;
+/// Linux `GSO_LEGACY_MAX_SIZE`: the largest skb a TSO/GSO burst fills.
+pub const GSO_LEGACY_MAX_SIZE: u64 = 65_536;
+
+/// Linux `tcp_tso_autosize` in bytes (also BBR's TSO goal): about 1 ms of data at
+/// `rate_bytes` per second, plus 64 KB halved per 512 µs of `min_rtt_us` (nothing without
+/// an RTT sample), at most `max_bytes`.
+pub fn tso_autosize_bytes(rate_bytes: u64, min_rtt_us: Option<u64>, max_bytes: u64) -> u64 {
+    let mut bytes = rate_bytes >> SK_PACING_SHIFT;
+    if let Some(r) = min_rtt_us.map(|us| us >> TSO_RTT_LOG) {
+        if r < 32 {
+            bytes += GSO_LEGACY_MAX_SIZE >> r;
+        }
+    }
+    bytes.min(max_bytes)
+}
 
 /// Linux `TCP_INFINITE_SSTHRESH`.
 pub const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;

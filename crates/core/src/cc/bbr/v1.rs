@@ -16,7 +16,9 @@
 //!   random phase other than 3/4 (drawn from the flow's `SimRng`);
 //! - PROBE_RTT: when min_rtt is 10 s old, cwnd = 4 for max(200 ms, one round), then back.
 //!
-//! Also ported: the ACK-aggregation allowance (`extra_acked`), the long-term ("LT",
+//! What v3 computes the same way (units, pacing rate, BDP, ACK aggregation, PROBE_RTT hold)
+//! is in `common`; this file is v1's own model. Also ported: the ACK-aggregation allowance
+//! (`extra_acked`), the long-term ("LT",
 //! policer) bandwidth estimator, the TSO quantization budget, the EDT correction of the
 //! in-flight estimate, and the kernel's fixed-point units (bandwidth in packets/µs << 24,
 //! gains << 8, time in µs and jiffies).
@@ -26,20 +28,20 @@
 //! back by the sender, for PROBE_RTT), the EDT is `Window.next_departure`, and
 //! `sk_max_pacing_rate` is unlimited. The simulator sends single segments, so the TSO
 //! budget only shapes cwnd, as it does in the kernel's arithmetic.
+use super::common::{
+    common_in_field_c, interval_us, param_min_rtt_win, param_probe_rtt_mode, shared_hooks,
+    take_min_rtt, Common, CommonParams, Mode, Model, BBR_SCALE, BBR_UNIT, BW_UNIT, CWND_MIN_TARGET,
+    EXTRA_ACKED_WIN_RTTS, FULL_BW_CNT, FULL_BW_THRESH, GSO_BYTES_MAX, PARAM_EXTRA_ACKED_GAIN,
+    PARAM_HZ, PARAM_PACING_MARGIN,
+};
 use crate::cc::{
-    CaState, CcInfo, CongestionControl, CwndEvent, FlowInit, LossKind, ParamSpec, Params, Window,
+    tso_autosize_bytes, CaState, CcInfo, CongestionControl, CwndEvent, FlowInit, LossKind,
+    ParamSpec, Params, Window,
 };
 use crate::engine::minmax::WindowedMax;
 use crate::engine::rng::SimRng;
 use crate::scenario::ConfigError;
 use crate::tcp::linux::rate::RateSample;
-
-/// Bandwidth unit: packets per µs scaled by 2^24 (≈ 715 bit/s per unit at 1500 B).
-pub const BW_SCALE: u32 = 24;
-pub const BW_UNIT: u64 = 1 << BW_SCALE;
-/// Gain unit: gains are fractions of 256.
-pub const BBR_SCALE: u32 = 8;
-pub const BBR_UNIT: u32 = 1 << BBR_SCALE;
 
 /// Phases in a PROBE_BW pacing-gain cycle.
 const CYCLE_LEN: u32 = 8;
@@ -56,12 +58,6 @@ pub const PACING_GAIN: [u32; 8] = [
 ];
 /// The random start phase is drawn among this many phases.
 const CYCLE_RAND: u64 = 7;
-/// Minimum cwnd target (packets): two 2-packet delayed-ACK exchanges in flight.
-pub const CWND_MIN_TARGET: u32 = 4;
-/// STARTUP: bandwidth must grow by 5/4 per round ...
-const FULL_BW_THRESH: u64 = (BBR_UNIT * 5 / 4) as u64;
-/// ... or the pipe is full after this many rounds.
-const FULL_BW_CNT: u32 = 3;
 /// LT sampling: an interval is at least this many rounds ...
 const LT_INTVL_MIN_RTTS: u32 = 4;
 /// ... and "lossy" when lost/delivered ≥ 50/256 (≈ 20 %).
@@ -72,40 +68,14 @@ const LT_BW_RATIO: u64 = (BBR_UNIT / 8) as u64;
 const LT_BW_DIFF: u64 = 4000 / 8;
 /// Use the LT bandwidth for this many rounds.
 const LT_BW_MAX_RTTS: u32 = 48;
-/// Window of the extra_acked filter, in rounds.
-const EXTRA_ACKED_WIN_RTTS: u32 = 5;
-/// Reset the ACK-aggregation epoch beyond this many packets.
-const ACK_EPOCH_ACKED_RESET_THRESH: u32 = 1 << 20;
-/// The aggregation allowance is at most this much time at the estimated bandwidth.
-const EXTRA_ACKED_MAX_US: u64 = 100_000;
 /// Linux `TCP_INIT_CWND` (a constant in the kernel, whatever the route's initcwnd).
 const TCP_INIT_CWND: u32 = 10;
 /// Below this pacing rate (bit/s) the TSO goal is one segment.
 const MIN_TSO_RATE_BPS: u64 = 1_200_000;
-/// Linux `sk_pacing_shift` default: TSO bursts of ~1 ms of data.
-const PACING_SHIFT: u32 = 10;
-/// Linux `GSO_LEGACY_MAX_SIZE - 1 - MAX_TCP_HEADER` (65536 − 1 − 320 on x86-64).
-const GSO_BYTES_MAX: u64 = 65_536 - 1 - 320;
-
 pub const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        name: "hz",
-        default: 1000.0,
-        unit: "Hz",
-        help: "kernel jiffies rate (CONFIG_HZ); min_rtt and PROBE_RTT are timed in jiffies",
-    },
-    ParamSpec {
-        name: "min_rtt_win_ns",
-        default: 10e9,
-        unit: "ns",
-        help: "min_rtt filter window (PROBE_RTT when min_rtt is this old)",
-    },
-    ParamSpec {
-        name: "probe_rtt_mode_ns",
-        default: 200e6,
-        unit: "ns",
-        help: "minimum time at cwnd 4 in PROBE_RTT (0 disables PROBE_RTT)",
-    },
+    PARAM_HZ,
+    param_min_rtt_win("min_rtt filter window (PROBE_RTT when min_rtt is this old)"),
+    param_probe_rtt_mode("minimum time at cwnd 4 in PROBE_RTT (0 disables PROBE_RTT)"),
     ParamSpec {
         name: "high_gain",
         default: 739.0,
@@ -124,18 +94,8 @@ pub const PARAMS: &[ParamSpec] = &[
         unit: "/256",
         help: "PROBE_BW cwnd gain (2 BDP)",
     },
-    ParamSpec {
-        name: "extra_acked_gain",
-        default: 256.0,
-        unit: "/256",
-        help: "gain on the ACK-aggregation allowance (0 disables it)",
-    },
-    ParamSpec {
-        name: "pacing_margin_percent",
-        default: 1.0,
-        unit: "%",
-        help: "pace this much below the estimated bandwidth",
-    },
+    PARAM_EXTRA_ACKED_GAIN,
+    PARAM_PACING_MARGIN,
 ];
 
 pub const INFO: CcInfo = CcInfo {
@@ -149,53 +109,17 @@ pub const INFO: CcInfo = CcInfo {
     ecn: false,
 };
 
-/// BBR modes (Linux `enum bbr_mode`).
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Mode {
-    /// Ramp up quickly to fill the pipe.
-    Startup,
-    /// Drain the queue built in STARTUP.
-    Drain,
-    /// Cycle the pacing gain around the estimated bandwidth.
-    ProbeBw,
-    /// Cut inflight to 4 packets to re-measure min_rtt.
-    ProbeRtt,
-}
-
-/// Linux `after(a, b)` on 32-bit wrapping counters (jiffies).
-#[inline]
-fn after(a: u32, b: u32) -> bool {
-    (b.wrapping_sub(a) as i32) < 0
-}
-
 /// Linux BBR v1 state (`struct bbr`) plus the socket fields it writes (`sk_pacing_rate`).
 #[derive(Debug, Clone)]
 pub struct Bbr {
-    // parameters
-    hz: u32,
-    min_rtt_win_jiffies: u32,
-    probe_rtt_mode_jiffies: u32,
-    high_gain: u32,
+    /// What v1 shares with v3 (parameters, mode, min RTT, pacing, ACK aggregation).
+    c: Common,
     drain_gain: u32,
     cwnd_gain_param: u32,
-    extra_acked_gain: u32,
-    pacing_margin_percent: u64,
-    mss: u32,
-    rng: SimRng,
     // model
-    min_rtt_us: u32,
-    min_rtt_stamp: u32,
-    probe_rtt_done_stamp: u32,
     bw: WindowedMax,
     rtt_cnt: u64,
-    next_rtt_delivered: u64,
-    cycle_mstamp: u64,
-    mode: Mode,
-    prev_ca_state: CaState,
     packet_conservation: bool,
-    round_start: bool,
-    idle_restart: bool,
-    probe_rtt_round_done: bool,
     lt_is_sampling: bool,
     lt_rtt_cnt: u32,
     lt_use_bw: bool,
@@ -203,65 +127,25 @@ pub struct Bbr {
     lt_last_delivered: u64,
     lt_last_stamp: u32,
     lt_last_lost: u64,
-    pacing_gain: u32,
-    cwnd_gain: u32,
-    full_bw_reached: bool,
-    full_bw_cnt: u32,
-    cycle_idx: u32,
-    has_seen_rtt: bool,
-    prior_cwnd: u32,
-    full_bw: u64,
-    ack_epoch_mstamp: u64,
-    /// Kept as u16 like the kernel (values above 65535 truncate).
-    extra_acked: [u16; 2],
-    ack_epoch_acked: u32,
-    extra_acked_win_rtts: u32,
-    extra_acked_win_idx: usize,
-    // socket state BBR reads or writes
-    /// Linux `sk_pacing_rate`, bytes per second.
-    pacing_rate: u64,
-    /// Linux `tp->delivered_mstamp` (µs): time of the last delivery.
-    delivered_mstamp: u64,
-    initialized: bool,
 }
 
 impl Bbr {
     pub fn new(p: &Params<'_>, init: &FlowInit, rng: &mut SimRng) -> Result<Self, ConfigError> {
-        let hz = p.int("hz", 100, 100_000)? as u64;
-        let win_ns = p.int("min_rtt_win_ns", 1_000_000, 3_600_000_000_000)? as u64;
-        let probe_ns = p.int("probe_rtt_mode_ns", 0, 60_000_000_000)? as u64;
         let high_gain = p.int("high_gain", 256, 1023)? as u32;
         let drain_gain = p.int("drain_gain", 1, 256)? as u32;
         let cwnd_gain = p.int("cwnd_gain", 256, 1023)? as u32;
-        let extra_acked_gain = p.int("extra_acked_gain", 0, 1023)? as u32;
-        let margin = p.int("pacing_margin_percent", 0, 99)? as u64;
+        let params = CommonParams::parse(p, high_gain, 0)?;
+        // A private stream: the random gain-cycle phase is a function of the seed.
+        let rng = SimRng::substream(rng.next_u64(), "bbr");
+        let mut c = Common::new(params, init.mss, rng);
+        (c.pacing_gain, c.cwnd_gain) = (high_gain, high_gain);
         Ok(Bbr {
-            hz: hz as u32,
-            // bbr_min_rtt_win_sec * HZ
-            min_rtt_win_jiffies: (win_ns * hz / 1_000_000_000) as u32,
-            // msecs_to_jiffies rounds up
-            probe_rtt_mode_jiffies: (probe_ns * hz).div_ceil(1_000_000_000) as u32,
-            high_gain,
+            c,
             drain_gain,
             cwnd_gain_param: cwnd_gain,
-            extra_acked_gain,
-            pacing_margin_percent: margin,
-            mss: init.mss,
-            // A private stream: the random gain-cycle phase is a function of the seed.
-            rng: SimRng::substream(rng.next_u64(), "bbr"),
-            min_rtt_us: u32::MAX,
-            min_rtt_stamp: 0,
-            probe_rtt_done_stamp: 0,
             bw: WindowedMax::default(),
             rtt_cnt: 0,
-            next_rtt_delivered: 0,
-            cycle_mstamp: 0,
-            mode: Mode::Startup,
-            prev_ca_state: CaState::Open,
             packet_conservation: false,
-            round_start: false,
-            idle_restart: false,
-            probe_rtt_round_done: false,
             lt_is_sampling: false,
             lt_rtt_cnt: 0,
             lt_use_bw: false,
@@ -269,235 +153,42 @@ impl Bbr {
             lt_last_delivered: 0,
             lt_last_stamp: 0,
             lt_last_lost: 0,
-            pacing_gain: high_gain,
-            cwnd_gain: high_gain,
-            full_bw_reached: false,
-            full_bw_cnt: 0,
-            cycle_idx: 0,
-            has_seen_rtt: false,
-            prior_cwnd: 0,
-            full_bw: 0,
-            ack_epoch_mstamp: 0,
-            extra_acked: [0; 2],
-            ack_epoch_acked: 0,
-            extra_acked_win_rtts: 0,
-            extra_acked_win_idx: 0,
-            pacing_rate: 0,
-            delivered_mstamp: 0,
-            initialized: false,
         })
     }
 
-    // --- read-only view (tests, traces) ----------------------------------------------
+    // --- read-only view (tests, traces); the shared state is `Model::common` ------------
 
-    pub fn mode(&self) -> Mode {
-        self.mode
-    }
-    /// Current pacing gain (/256).
-    pub fn pacing_gain(&self) -> u32 {
-        self.pacing_gain
-    }
-    /// Current cwnd gain (/256).
-    pub fn cwnd_gain(&self) -> u32 {
-        self.cwnd_gain
-    }
-    /// Index in the PROBE_BW gain cycle.
-    pub fn cycle_idx(&self) -> u32 {
-        self.cycle_idx
-    }
-    /// Max-filtered bandwidth, packets/µs << 24.
-    pub fn max_bw(&self) -> u64 {
-        self.bw.get()
-    }
-    /// Bandwidth in use (the LT estimate when policed), packets/µs << 24.
-    pub fn bw(&self) -> u64 {
-        if self.lt_use_bw {
-            self.lt_bw
-        } else {
-            self.bw.get()
-        }
-    }
-    pub fn min_rtt_us(&self) -> u32 {
-        self.min_rtt_us
-    }
-    pub fn full_bw_reached(&self) -> bool {
-        self.full_bw_reached
-    }
     pub fn lt_use_bw(&self) -> bool {
         self.lt_use_bw
     }
     pub fn lt_bw(&self) -> u64 {
         self.lt_bw
     }
-    pub fn prior_cwnd(&self) -> u32 {
-        self.prior_cwnd
-    }
     pub fn rtt_cnt(&self) -> u64 {
         self.rtt_cnt
-    }
-    /// Max extra_acked of the last 5–10 rounds (packets).
-    pub fn extra_acked(&self) -> u32 {
-        self.extra_acked[0].max(self.extra_acked[1]) as u32
-    }
-    /// `sk_pacing_rate` in bytes per second.
-    pub fn pacing_rate_bytes(&self) -> u64 {
-        self.pacing_rate
     }
 
     // --- init ------------------------------------------------------------------------
 
-    /// Linux `bbr_init`, run on the first hook after the connection is set up so that it
-    /// sees the handshake's RTT (as `tcp_init_transfer` does).
-    fn ensure_init(&mut self, w: &mut Window) {
-        if self.initialized {
-            return;
-        }
-        self.initialized = true;
-        self.prior_cwnd = 0;
-        w.ssthresh = crate::cc::INFINITE_SSTHRESH;
-        self.rtt_cnt = 0;
-        self.next_rtt_delivered = w.delivered;
-        self.prev_ca_state = CaState::Open;
-        self.packet_conservation = false;
-        self.probe_rtt_done_stamp = 0;
-        self.probe_rtt_round_done = false;
-        self.min_rtt_us = w
-            .min_rtt
-            .map_or(u32::MAX, |m| m.us().min(u32::MAX as u64) as u32);
-        self.min_rtt_stamp = w.jiffies(self.hz);
-        self.bw.reset(0, 0);
-        self.has_seen_rtt = false;
-        self.init_pacing_rate_from_rtt(w);
-        self.round_start = false;
-        self.idle_restart = false;
-        self.full_bw_reached = false;
-        self.full_bw = 0;
-        self.full_bw_cnt = 0;
-        self.cycle_mstamp = 0;
-        self.cycle_idx = 0;
-        self.reset_lt_bw_sampling(w);
-        self.mode = Mode::Startup;
-        self.ack_epoch_mstamp = w.now_us();
-        self.ack_epoch_acked = 0;
-        self.extra_acked_win_rtts = 0;
-        self.extra_acked_win_idx = 0;
-        self.extra_acked = [0; 2];
-    }
-
     // --- rates -----------------------------------------------------------------------
-
-    /// Linux `bbr_rate_bytes_per_sec`: bw (pkts/µs << 24) × gain → bytes/s, with the
-    /// pacing margin; the operation order (and truncation) is the kernel's.
-    fn rate_bytes_per_sec(&self, rate: u64, gain: u32) -> u64 {
-        let mut r = rate as u128 * self.mss as u128;
-        r *= gain as u128;
-        r >>= BBR_SCALE;
-        r *= (1_000_000 / 100 * (100 - self.pacing_margin_percent)) as u128;
-        (r >> BW_SCALE) as u64
-    }
-
-    /// The initial pacing rate, high_gain × cwnd / SRTT (SRTT 1 ms if none), bytes/s.
-    fn initial_pacing_rate(&self, w: &Window) -> u64 {
-        let rtt_us = w.srtt.map_or(1_000, |s| s.us().max(1));
-        let bw = w.cwnd as u64 * BW_UNIT / rtt_us;
-        self.rate_bytes_per_sec(bw, self.high_gain)
-    }
-
-    /// Linux `bbr_init_pacing_rate_from_rtt`.
-    fn init_pacing_rate_from_rtt(&mut self, w: &Window) {
-        if w.srtt.is_some() {
-            self.has_seen_rtt = true;
-        }
-        self.pacing_rate = self.initial_pacing_rate(w);
-    }
-
-    /// Linux `bbr_set_pacing_rate`: before the pipe is full the rate only goes up.
-    fn set_pacing_rate(&mut self, w: &Window, bw: u64, gain: u32) {
-        let rate = self.rate_bytes_per_sec(bw, gain);
-        if !self.has_seen_rtt && w.srtt.is_some() {
-            self.init_pacing_rate_from_rtt(w);
-        }
-        if self.full_bw_reached || rate > self.pacing_rate {
-            self.pacing_rate = rate;
-        }
-    }
 
     /// Linux `bbr_min_tso_segs`.
     fn min_tso_segs(&self) -> u32 {
-        if self.pacing_rate < (MIN_TSO_RATE_BPS >> 3) {
+        if self.c.pacing_rate < (MIN_TSO_RATE_BPS >> 3) {
             1
         } else {
             2
         }
     }
 
-    /// Linux `bbr_tso_segs_goal`: ~1 ms of data at the pacing rate, 1–127 segments.
-    fn tso_segs_goal(&self) -> u32 {
-        let bytes = (self.pacing_rate >> PACING_SHIFT).min(GSO_BYTES_MAX);
-        let segs = ((bytes / self.mss as u64) as u32).max(self.min_tso_segs());
-        segs.min(0x7f)
-    }
-
     // --- model -----------------------------------------------------------------------
 
-    /// Linux `bbr_save_cwnd`: remember the last good cwnd for after recovery/PROBE_RTT.
-    fn save_cwnd(&mut self, w: &Window) {
-        if self.prev_ca_state < CaState::Recovery && self.mode != Mode::ProbeRtt {
-            self.prior_cwnd = w.cwnd;
-        } else {
-            self.prior_cwnd = self.prior_cwnd.max(w.cwnd);
-        }
-    }
-
-    /// Linux `bbr_bdp`: ⌈bw × min_rtt × gain⌉ packets (TCP_INIT_CWND without an RTT).
-    fn bdp(&self, bw: u64, gain: u32) -> u32 {
-        if self.min_rtt_us == u32::MAX {
-            return TCP_INIT_CWND;
-        }
-        let w = bw as u128 * self.min_rtt_us as u128;
-        ((w * gain as u128) >> BBR_SCALE).div_ceil(BW_UNIT as u128) as u32
-    }
-
-    /// Linux `bbr_quantization_budget`: room for 3 TSO bursts, even, +2 when probing.
-    fn quantization_budget(&self, cwnd: u32) -> u32 {
-        let mut cwnd = cwnd + 3 * self.tso_segs_goal();
-        cwnd = (cwnd + 1) & !1;
-        if self.mode == Mode::ProbeBw && self.cycle_idx == 0 {
-            cwnd += 2;
-        }
-        cwnd
-    }
-
-    /// Linux `bbr_inflight`.
-    fn inflight(&self, bw: u64, gain: u32) -> u32 {
-        self.quantization_budget(self.bdp(bw, gain))
-    }
-
-    /// Linux `bbr_packets_in_net_at_edt`: in-flight data minus what the bottleneck drains
-    /// before the next paced departure (plus that departure's burst when raising inflight).
-    fn packets_in_net_at_edt(&self, w: &Window, inflight_now: u32) -> u32 {
-        let edt = w.next_departure.max(w.now);
-        let interval_us = edt.since(w.now).ns() / 1_000;
-        let interval_delivered = ((self.bw() as u128 * interval_us as u128) >> BW_SCALE) as u64;
-        let mut inflight_at_edt = inflight_now as u64;
-        if self.pacing_gain > BBR_UNIT {
-            inflight_at_edt += self.tso_segs_goal() as u64;
-        }
-        if interval_delivered >= inflight_at_edt {
-            0
-        } else {
-            (inflight_at_edt - interval_delivered) as u32
-        }
-    }
-
-    /// Linux `bbr_ack_aggregation_cwnd`.
+    /// Linux `bbr_ack_aggregation_cwnd` (v1: only once the pipe is full).
     fn ack_aggregation_cwnd(&self) -> u32 {
-        if self.extra_acked_gain == 0 || !self.full_bw_reached {
+        if !self.c.full_bw_reached {
             return 0;
         }
-        let max_aggr = (self.bw() as u128 * EXTRA_ACKED_MAX_US as u128 / BW_UNIT as u128) as u32;
-        let aggr = (self.extra_acked_gain * self.extra_acked()) >> BBR_SCALE;
-        aggr.min(max_aggr)
+        self.c.ack_aggregation_cwnd(self.bw())
     }
 
     /// Linux `bbr_set_cwnd_to_recover_or_restore`: deduct losses, packet conservation in
@@ -509,7 +200,7 @@ impl Bbr {
         rs: &RateSample,
         acked: u32,
     ) -> (u32, bool) {
-        let prev_state = self.prev_ca_state;
+        let prev_state = self.c.prev_ca_state;
         let state = w.ca_state;
         let mut cwnd = w.cwnd;
         if rs.losses > 0 {
@@ -518,13 +209,13 @@ impl Bbr {
         if state == CaState::Recovery && prev_state != CaState::Recovery {
             // First round of Recovery: send P packets per P packets ACKed.
             self.packet_conservation = true;
-            self.next_rtt_delivered = w.delivered; // start a round now
+            self.c.next_rtt_delivered = w.delivered; // start a round now
             cwnd = w.in_flight + acked;
         } else if prev_state >= CaState::Recovery && state < CaState::Recovery {
-            cwnd = cwnd.max(self.prior_cwnd);
+            cwnd = cwnd.max(self.c.prior_cwnd);
             self.packet_conservation = false;
         }
-        self.prev_ca_state = state;
+        self.c.prev_ca_state = state;
         if self.packet_conservation {
             return (cwnd.max(w.in_flight + acked), true);
         }
@@ -542,7 +233,7 @@ impl Bbr {
                 let mut target = self.bdp(bw, gain);
                 target += self.ack_aggregation_cwnd();
                 target = self.quantization_budget(target);
-                if self.full_bw_reached {
+                if self.c.full_bw_reached {
                     cwnd = (cwnd + acked).min(target);
                 } else if cwnd < target || w.delivered < TCP_INIT_CWND as u64 {
                     cwnd += acked;
@@ -551,7 +242,7 @@ impl Bbr {
             }
         }
         w.cwnd = cwnd.min(w.cwnd_clamp);
-        if self.mode == Mode::ProbeRtt {
+        if self.c.mode == Mode::ProbeRtt {
             w.cwnd = w.cwnd.min(CWND_MIN_TARGET);
         }
     }
@@ -559,16 +250,16 @@ impl Bbr {
     /// Linux `bbr_is_next_cycle_phase`.
     fn is_next_cycle_phase(&self, w: &Window, rs: &RateSample) -> bool {
         let is_full_length =
-            self.delivered_mstamp.saturating_sub(self.cycle_mstamp) > self.min_rtt_us as u64;
-        if self.pacing_gain == BBR_UNIT {
+            self.c.delivered_mstamp.saturating_sub(self.c.cycle_mstamp) > self.c.min_rtt_us as u64;
+        if self.c.pacing_gain == BBR_UNIT {
             return is_full_length;
         }
         let inflight = self.packets_in_net_at_edt(w, rs.prior_in_flight);
         let bw = self.max_bw();
-        if self.pacing_gain > BBR_UNIT {
+        if self.c.pacing_gain > BBR_UNIT {
             // Probing: hold until inflight reaches gain × BDP, unless packets are lost.
             return is_full_length
-                && (rs.losses > 0 || inflight >= self.inflight(bw, self.pacing_gain));
+                && (rs.losses > 0 || inflight >= self.inflight(bw, self.c.pacing_gain));
         }
         // Draining: stop as soon as the queue is gone.
         is_full_length || inflight <= self.inflight(bw, BBR_UNIT)
@@ -576,28 +267,28 @@ impl Bbr {
 
     /// Linux `bbr_advance_cycle_phase`.
     fn advance_cycle_phase(&mut self) {
-        self.cycle_idx = (self.cycle_idx + 1) & (CYCLE_LEN - 1);
-        self.cycle_mstamp = self.delivered_mstamp;
+        self.c.cycle_idx = (self.c.cycle_idx + 1) & (CYCLE_LEN - 1);
+        self.c.cycle_mstamp = self.c.delivered_mstamp;
     }
 
     /// Linux `bbr_update_cycle_phase`.
     fn update_cycle_phase(&mut self, w: &Window, rs: &RateSample) {
-        if self.mode == Mode::ProbeBw && self.is_next_cycle_phase(w, rs) {
+        if self.c.mode == Mode::ProbeBw && self.is_next_cycle_phase(w, rs) {
             self.advance_cycle_phase();
         }
     }
 
     /// Linux `bbr_reset_probe_bw_mode`: start the cycle at a random phase other than 3/4.
     fn reset_probe_bw_mode(&mut self) {
-        self.mode = Mode::ProbeBw;
-        self.cycle_idx = CYCLE_LEN - 1 - self.rng.below(CYCLE_RAND) as u32;
+        self.c.mode = Mode::ProbeBw;
+        self.c.cycle_idx = CYCLE_LEN - 1 - self.c.rng.below(CYCLE_RAND) as u32;
         self.advance_cycle_phase();
     }
 
     /// Linux `bbr_reset_mode`.
     fn reset_mode(&mut self) {
-        if !self.full_bw_reached {
-            self.mode = Mode::Startup;
+        if !self.c.full_bw_reached {
+            self.c.mode = Mode::Startup;
         } else {
             self.reset_probe_bw_mode();
         }
@@ -605,7 +296,7 @@ impl Bbr {
 
     /// Linux `bbr_reset_lt_bw_sampling_interval`.
     fn reset_lt_bw_sampling_interval(&mut self, w: &Window) {
-        self.lt_last_stamp = (self.delivered_mstamp / 1_000) as u32;
+        self.lt_last_stamp = (self.c.delivered_mstamp / 1_000) as u32;
         self.lt_last_delivered = w.delivered;
         self.lt_last_lost = w.lost;
         self.lt_rtt_cnt = 0;
@@ -624,11 +315,11 @@ impl Bbr {
         if self.lt_bw != 0 {
             let diff = bw.abs_diff(self.lt_bw);
             if diff * BBR_UNIT as u64 <= LT_BW_RATIO * self.lt_bw
-                || self.rate_bytes_per_sec(diff, BBR_UNIT) <= LT_BW_DIFF
+                || self.c.rate_bytes_per_sec(diff, BBR_UNIT) <= LT_BW_DIFF
             {
                 self.lt_bw = (bw + self.lt_bw) >> 1;
                 self.lt_use_bw = true;
-                self.pacing_gain = BBR_UNIT;
+                self.c.pacing_gain = BBR_UNIT;
                 self.lt_rtt_cnt = 0;
                 return;
             }
@@ -641,7 +332,7 @@ impl Bbr {
     /// rounds that start and end with a loss and lose ≥ 20 %.
     fn lt_bw_sampling(&mut self, w: &Window, losses: u32, is_app_limited: bool) {
         if self.lt_use_bw {
-            if self.mode == Mode::ProbeBw && self.round_start {
+            if self.c.mode == Mode::ProbeBw && self.c.round_start {
                 self.lt_rtt_cnt += 1;
                 if self.lt_rtt_cnt >= LT_BW_MAX_RTTS {
                     self.reset_lt_bw_sampling(w);
@@ -662,7 +353,7 @@ impl Bbr {
             self.reset_lt_bw_sampling(w);
             return;
         }
-        if self.round_start {
+        if self.c.round_start {
             self.lt_rtt_cnt += 1;
         }
         if self.lt_rtt_cnt < LT_INTVL_MIN_RTTS {
@@ -681,7 +372,7 @@ impl Bbr {
         if delivered == 0 || (lost << BBR_SCALE) < LT_LOSS_THRESH * delivered {
             return;
         }
-        let t = ((self.delivered_mstamp / 1_000) as u32).wrapping_sub(self.lt_last_stamp);
+        let t = ((self.c.delivered_mstamp / 1_000) as u32).wrapping_sub(self.lt_last_stamp);
         if (t as i32) < 1 {
             return;
         }
@@ -696,14 +387,14 @@ impl Bbr {
 
     /// Linux `bbr_update_bw`: count rounds, run the LT sampler, feed the max-bw filter.
     fn update_bw(&mut self, w: &Window, rs: &RateSample) {
-        self.round_start = false;
-        let (Some(delivered), Some(interval_us)) = (rs.delivered, Self::interval_us(rs)) else {
+        self.c.round_start = false;
+        let (Some(delivered), Some(interval_us)) = (rs.delivered, interval_us(rs)) else {
             return;
         };
-        if rs.prior_delivered >= self.next_rtt_delivered {
-            self.next_rtt_delivered = w.delivered;
+        if rs.prior_delivered >= self.c.next_rtt_delivered {
+            self.c.next_rtt_delivered = w.delivered;
             self.rtt_cnt += 1;
-            self.round_start = true;
+            self.c.round_start = true;
             self.packet_conservation = false;
         }
         self.lt_bw_sampling(w, rs.losses, rs.is_app_limited);
@@ -714,138 +405,61 @@ impl Bbr {
         }
     }
 
-    /// The sample interval in µs, if valid (Linux `interval_us > 0`).
-    fn interval_us(rs: &RateSample) -> Option<u64> {
-        rs.interval.map(|i| i.ns() / 1_000).filter(|&us| us > 0)
-    }
-
-    /// Linux `bbr_update_ack_aggregation`: the windowed max of data ACKed beyond what the
-    /// estimated bandwidth explains since the epoch began.
+    /// Linux `bbr_update_ack_aggregation` over 5-round windows.
     fn update_ack_aggregation(&mut self, w: &Window, rs: &RateSample) {
-        if self.extra_acked_gain == 0
-            || rs.acked_sacked == 0
-            || rs.delivered.is_none()
-            || Self::interval_us(rs).is_none()
-        {
-            return;
-        }
-        if self.round_start {
-            self.extra_acked_win_rtts = (self.extra_acked_win_rtts + 1).min(0x1f);
-            if self.extra_acked_win_rtts >= EXTRA_ACKED_WIN_RTTS {
-                self.extra_acked_win_rtts = 0;
-                self.extra_acked_win_idx ^= 1;
-                self.extra_acked[self.extra_acked_win_idx] = 0;
-            }
-        }
-        let epoch_us = self.delivered_mstamp.saturating_sub(self.ack_epoch_mstamp) as u32;
-        let mut expected = (self.bw() as u128 * epoch_us as u128 / BW_UNIT as u128) as u32;
-        if self.ack_epoch_acked <= expected
-            || self.ack_epoch_acked + rs.acked_sacked >= ACK_EPOCH_ACKED_RESET_THRESH
-        {
-            self.ack_epoch_acked = 0;
-            self.ack_epoch_mstamp = self.delivered_mstamp;
-            expected = 0;
-        }
-        self.ack_epoch_acked = (self.ack_epoch_acked + rs.acked_sacked).min(0xfffff);
-        let extra = (self.ack_epoch_acked - expected).min(w.cwnd);
-        if extra > self.extra_acked[self.extra_acked_win_idx] as u32 {
-            self.extra_acked[self.extra_acked_win_idx] = extra as u16;
-        }
+        let bw = self.bw();
+        self.c
+            .update_ack_aggregation(w, rs, bw, EXTRA_ACKED_WIN_RTTS);
     }
 
     /// Linux `bbr_check_full_bw_reached`: 3 rounds without 25 % growth ⇒ pipe full.
     fn check_full_bw_reached(&mut self, rs: &RateSample) {
-        if self.full_bw_reached || !self.round_start || rs.is_app_limited {
+        if self.c.full_bw_reached || !self.c.round_start || rs.is_app_limited {
             return;
         }
-        let bw_thresh = (self.full_bw * FULL_BW_THRESH) >> BBR_SCALE;
+        let bw_thresh = (self.c.full_bw * FULL_BW_THRESH) >> BBR_SCALE;
         if self.max_bw() >= bw_thresh {
-            self.full_bw = self.max_bw();
-            self.full_bw_cnt = 0;
+            self.c.full_bw = self.max_bw();
+            self.c.full_bw_cnt = 0;
             return;
         }
-        self.full_bw_cnt += 1;
-        self.full_bw_reached = self.full_bw_cnt >= FULL_BW_CNT;
+        self.c.full_bw_cnt += 1;
+        self.c.full_bw_reached = self.c.full_bw_cnt >= FULL_BW_CNT;
     }
 
     /// Linux `bbr_check_drain`: STARTUP → DRAIN → PROBE_BW.
     fn check_drain(&mut self, w: &mut Window) {
-        if self.mode == Mode::Startup && self.full_bw_reached {
-            self.mode = Mode::Drain;
-            w.ssthresh = self.inflight(self.max_bw(), BBR_UNIT);
-        }
-        if self.mode == Mode::Drain
-            && self.packets_in_net_at_edt(w, w.in_flight) <= self.inflight(self.max_bw(), BBR_UNIT)
-        {
+        self.enter_drain(w);
+        if self.c.mode == Mode::Drain && self.drained(w) {
             self.reset_probe_bw_mode();
         }
     }
 
-    /// Linux `bbr_check_probe_rtt_done`.
-    fn check_probe_rtt_done(&mut self, w: &mut Window) {
-        let now = w.jiffies(self.hz);
-        if !(self.probe_rtt_done_stamp != 0 && after(now, self.probe_rtt_done_stamp)) {
-            return;
-        }
-        self.min_rtt_stamp = now; // wait a while until the next PROBE_RTT
-        w.cwnd = w.cwnd.max(self.prior_cwnd);
-        self.reset_mode();
-    }
-
     /// Linux `bbr_update_min_rtt`: the 10 s min_rtt filter and PROBE_RTT.
     fn update_min_rtt(&mut self, w: &mut Window, rs: &RateSample) {
-        let now = w.jiffies(self.hz);
-        let filter_expired = after(
+        let c = &mut self.c;
+        let now = w.jiffies(c.hz);
+        let expired = take_min_rtt(
+            &mut c.min_rtt_us,
+            &mut c.min_rtt_stamp,
+            c.min_rtt_win_jiffies,
             now,
-            self.min_rtt_stamp.wrapping_add(self.min_rtt_win_jiffies),
+            rs,
         );
-        if let Some(rtt) = rs.rtt {
-            let rtt_us = rtt.us().min(u32::MAX as u64) as u32;
-            if rtt_us < self.min_rtt_us || (filter_expired && !rs.is_ack_delayed) {
-                self.min_rtt_us = rtt_us;
-                self.min_rtt_stamp = now;
-            }
-        }
-        if self.probe_rtt_mode_jiffies > 0
-            && filter_expired
-            && !self.idle_restart
-            && self.mode != Mode::ProbeRtt
-        {
-            self.mode = Mode::ProbeRtt;
-            self.save_cwnd(w);
-            self.probe_rtt_done_stamp = 0;
-        }
-        if self.mode == Mode::ProbeRtt {
-            // Samples taken at cwnd 4 say nothing about the path's bandwidth.
-            w.app_limited = (w.delivered + w.in_flight as u64).max(1);
-            if self.probe_rtt_done_stamp == 0 && w.in_flight <= CWND_MIN_TARGET {
-                self.probe_rtt_done_stamp = now.wrapping_add(self.probe_rtt_mode_jiffies);
-                self.probe_rtt_round_done = false;
-                self.next_rtt_delivered = w.delivered;
-            } else if self.probe_rtt_done_stamp != 0 {
-                if self.round_start {
-                    self.probe_rtt_round_done = true;
-                }
-                if self.probe_rtt_round_done {
-                    self.check_probe_rtt_done(w);
-                }
-            }
-        }
-        if rs.delivered.unwrap_or(0) > 0 {
-            self.idle_restart = false;
-        }
+        c.enter_probe_rtt(w, expired);
+        self.hold_probe_rtt(w, rs, now, CWND_MIN_TARGET);
     }
 
     /// Linux `bbr_update_gains`.
     fn update_gains(&mut self) {
-        (self.pacing_gain, self.cwnd_gain) = match self.mode {
-            Mode::Startup => (self.high_gain, self.high_gain),
-            Mode::Drain => (self.drain_gain, self.high_gain),
+        (self.c.pacing_gain, self.c.cwnd_gain) = match self.c.mode {
+            Mode::Startup => (self.c.startup_gain, self.c.startup_gain),
+            Mode::Drain => (self.drain_gain, self.c.startup_gain),
             Mode::ProbeBw => (
                 if self.lt_use_bw {
                     BBR_UNIT
                 } else {
-                    PACING_GAIN[self.cycle_idx as usize]
+                    PACING_GAIN[self.c.cycle_idx as usize]
                 },
                 self.cwnd_gain_param,
             ),
@@ -869,51 +483,26 @@ impl CongestionControl for Bbr {
     /// Linux `bbr_ssthresh`: entering loss recovery only saves cwnd (for the restore).
     fn on_congestion_event(&mut self, w: &mut Window, _kind: LossKind) -> u32 {
         self.ensure_init(w);
-        self.save_cwnd(w);
+        self.c.save_cwnd(w);
         w.ssthresh
     }
-
-    fn cong_avoid(&mut self, _w: &mut Window, _acked: u32) {}
 
     /// Linux `bbr_set_state`: an RTO ends the round and restarts full-pipe detection.
     fn on_state_change(&mut self, w: &mut Window, new: CaState) {
         self.ensure_init(w);
         if new == CaState::Loss {
-            self.prev_ca_state = CaState::Loss;
-            self.full_bw = 0;
-            self.round_start = true; // treat the RTO like the end of a round
+            self.c.prev_ca_state = CaState::Loss;
+            self.c.full_bw = 0;
+            self.c.round_start = true; // treat the RTO like the end of a round
             self.lt_bw_sampling(w, 1, false);
-        }
-    }
-
-    /// Linux `bbr_cwnd_event`: restarting from idle while application-limited.
-    fn on_cwnd_event(&mut self, w: &mut Window, ev: CwndEvent) {
-        self.ensure_init(w);
-        if ev != CwndEvent::TxStart {
-            return;
-        }
-        if w.packets_out == 0 {
-            // tcp_rate_skb_sent: a new flight restarts the delivery clock.
-            self.delivered_mstamp = w.now_us();
-        }
-        if w.app_limited != 0 {
-            self.idle_restart = true;
-            self.ack_epoch_mstamp = w.now_us();
-            self.ack_epoch_acked = 0;
-            // Restarting app-limited: pace at the estimated bandwidth, not above it.
-            if self.mode == Mode::ProbeBw {
-                self.set_pacing_rate(w, self.bw(), BBR_UNIT);
-            } else if self.mode == Mode::ProbeRtt {
-                self.check_probe_rtt_done(w);
-            }
         }
     }
 
     /// Linux `bbr_undo_cwnd`: a spurious recovery restarts full-pipe detection.
     fn on_spurious_loss(&mut self, w: &mut Window) -> u32 {
         self.ensure_init(w);
-        self.full_bw = 0;
-        self.full_bw_cnt = 0;
+        self.c.full_bw = 0;
+        self.c.full_bw_cnt = 0;
         self.reset_lt_bw_sampling(w);
         w.cwnd
     }
@@ -922,16 +511,12 @@ impl CongestionControl for Bbr {
     fn cong_control(&mut self, w: &mut Window, rs: &RateSample) -> bool {
         self.ensure_init(w);
         if rs.acked_sacked > 0 {
-            self.delivered_mstamp = w.now_us(); // tcp_rate_gen
+            self.c.delivered_mstamp = w.now_us(); // tcp_rate_gen
         }
         self.update_model(w, rs);
         let bw = self.bw();
-        self.set_pacing_rate(w, bw, self.pacing_gain);
-        self.set_cwnd(w, rs, rs.acked_sacked, bw, self.cwnd_gain);
-        true
-    }
-
-    fn has_cong_control(&self) -> bool {
+        self.c.set_pacing_rate(w, bw, self.c.pacing_gain);
+        self.set_cwnd(w, rs, rs.acked_sacked, bw, self.c.cwnd_gain);
         true
     }
 
@@ -939,35 +524,75 @@ impl CongestionControl for Bbr {
         Bbr::min_tso_segs(self)
     }
 
-    fn pacing_rate_bps(&self, w: &Window) -> Option<u64> {
-        if self.initialized {
-            Some(self.pacing_rate * 8)
+    shared_hooks!();
+}
+
+impl Model for Bbr {
+    common_in_field_c!();
+
+    /// Linux `bbr_init`: the version's part (`Common::init` did the rest).
+    fn init(&mut self, w: &mut Window) {
+        self.c.prior_cwnd = 0;
+        self.rtt_cnt = 0;
+        self.packet_conservation = false;
+        self.bw.reset(0, 0);
+        self.reset_lt_bw_sampling(w);
+    }
+
+    /// Bandwidth in use (the LT estimate when policed), packets/µs << 24.
+    fn bw(&self) -> u64 {
+        if self.lt_use_bw {
+            self.lt_bw
         } else {
-            Some(self.initial_pacing_rate(w) * 8)
+            self.bw.get()
+        }
+    }
+
+    /// Max-filtered bandwidth, packets/µs << 24.
+    fn max_bw(&self) -> u64 {
+        self.bw.get()
+    }
+
+    /// Linux `bbr_tso_segs_goal`: ~1 ms of data at the pacing rate, 1–127 segments.
+    fn tso_segs_goal(&self) -> u32 {
+        let bytes = tso_autosize_bytes(self.c.pacing_rate, None, GSO_BYTES_MAX);
+        let segs = ((bytes / self.c.mss as u64) as u32).max(self.min_tso_segs());
+        segs.min(0x7f)
+    }
+
+    /// Linux `bbr_quantization_budget`: room for 3 TSO bursts, even, +2 when probing.
+    fn quantization_budget(&self, cwnd: u32) -> u32 {
+        let mut cwnd = cwnd + 3 * self.tso_segs_goal();
+        cwnd = (cwnd + 1) & !1;
+        if self.c.mode == Mode::ProbeBw && self.c.cycle_idx == 0 {
+            cwnd += 2;
+        }
+        cwnd
+    }
+
+    /// TCP_INIT_CWND: the kernel's constant, whatever the route's initcwnd.
+    fn no_rtt_cwnd(&self) -> u32 {
+        TCP_INIT_CWND
+    }
+
+    /// Linux `bbr_check_probe_rtt_done`.
+    fn check_probe_rtt_done(&mut self, w: &mut Window) {
+        let now = w.jiffies(self.c.hz);
+        if self.c.probe_rtt_done(w, now) {
+            self.c.min_rtt_stamp = now; // wait a while until the next PROBE_RTT
+            self.reset_mode();
         }
     }
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
+    use super::super::common::tests::{build, run, Log};
     use super::*;
     use crate::engine::time::{SimDuration, SimTime};
-    use crate::tcp::linux::rate::{RateSampler, TxStamp};
-    use std::collections::{BTreeMap, VecDeque};
 
-    pub(crate) fn bbr_with(params: &[(&str, f64)], seed: u64) -> (Bbr, Window) {
-        let m: BTreeMap<String, f64> = params.iter().map(|(k, v)| (k.to_string(), *v)).collect();
-        let p = Params::new("bbr", &m, PARAMS).unwrap();
-        let init = FlowInit {
-            mss: 1448,
-            initial_window: 10,
-        };
-        let b = Bbr::new(&p, &init, &mut SimRng::substream(seed, "flow/0/cca")).unwrap();
-        let mut w = Window::new(10, 1448);
-        w.srtt = Some(SimDuration::from_ms(100));
-        w.min_rtt = Some(SimDuration::from_ms(100));
-        w.pacing = true;
-        (b, w)
+    fn bbr_with(params: &[(&str, f64)], seed: u64) -> (Bbr, Window) {
+        build(params, seed, "bbr", PARAMS, Bbr::new)
     }
 
     /// A sample of `delivered` packets over `interval_ms`, starting a new round.
@@ -980,150 +605,6 @@ pub(crate) mod tests {
             acked_sacked: 1,
             ..Default::default()
         }
-    }
-
-    // --- a fixed-rate, fixed-RTT path ----------------------------------------------------
-
-    pub(crate) struct Pkt {
-        tx: u64,
-        ack_at: u64,
-        stamp: TxStamp,
-        end_seq: u64,
-    }
-
-    /// One BBR flow alone on a bottleneck of `1/t_ns` packets per ns with round-trip
-    /// propagation `prop_ns` (no loss, one ACK per packet): the sender side mirrors the
-    /// simulator's (rate sampler, pacing, cwnd gate, PROBE_RTT app-limited write-back).
-    pub(crate) struct Path<C: CongestionControl> {
-        pub(crate) b: C,
-        pub(crate) w: Window,
-        pub(crate) rate: RateSampler,
-        pub(crate) now: u64,
-        t_ns: u64,
-        prop_ns: u64,
-        last_depart: u64,
-        net: VecDeque<Pkt>,
-        next_send: u64,
-        sent: u64,
-        min_rtt: Option<SimDuration>,
-    }
-
-    impl<C: CongestionControl> Path<C> {
-        pub(crate) fn new(b: C, w: Window, t_ns: u64, prop_ns: u64) -> Path<C> {
-            Path {
-                b,
-                w,
-                rate: RateSampler::default(),
-                now: 0,
-                t_ns,
-                prop_ns,
-                last_depart: 0,
-                net: VecDeque::new(),
-                next_send: 0,
-                sent: 0,
-                min_rtt: None,
-            }
-        }
-
-        fn sync(&mut self) {
-            self.w.now = SimTime(self.now);
-            self.w.in_flight = self.net.len() as u32;
-            self.w.packets_out = self.net.len() as u32;
-            self.w.delivered = self.rate.delivered;
-            self.w.app_limited = self.rate.app_limited_until;
-            self.w.next_departure = SimTime(self.next_send);
-        }
-
-        /// Process the next event (a transmission or an ACK); ACKs first on ties.
-        pub(crate) fn step(&mut self) {
-            let ack_at = self.net.front().map_or(u64::MAX, |p| p.ack_at);
-            let can_send = (self.net.len() as u32) < self.w.cwnd;
-            let send_at = if can_send {
-                self.next_send.max(self.now)
-            } else {
-                u64::MAX
-            };
-            if ack_at <= send_at {
-                self.now = ack_at;
-                self.ack();
-            } else {
-                self.now = send_at;
-                self.send();
-            }
-        }
-
-        fn send(&mut self) {
-            self.sync();
-            if self.net.is_empty() {
-                self.b.on_cwnd_event(&mut self.w, CwndEvent::TxStart);
-            }
-            let mut stamp = self.rate.on_send(SimTime(self.now), self.net.len() as u32);
-            stamp.in_flight = self.net.len() as u32 + 1;
-            let depart = self.last_depart.max(self.now) + self.t_ns;
-            self.last_depart = depart;
-            self.sent += 1;
-            self.net.push_back(Pkt {
-                tx: self.now,
-                ack_at: depart + self.prop_ns,
-                stamp,
-                end_seq: self.sent * 1448,
-            });
-            self.sync();
-            let rate = self.b.pacing_rate_bps(&self.w).unwrap() / 8;
-            self.next_send = self.now + 1448 * 1_000_000_000 / rate.max(1);
-        }
-
-        fn ack(&mut self) {
-            let prior_in_flight = self.net.len() as u32;
-            let mut p = self.net.pop_front().unwrap();
-            let mut rs = RateSample {
-                prior_in_flight,
-                ..Default::default()
-            };
-            self.rate.delivered += 1;
-            self.rate.on_delivered(
-                &mut p.stamp,
-                SimTime(p.tx),
-                p.end_seq,
-                false,
-                false,
-                &mut rs,
-            );
-            let rtt = SimDuration(self.now - p.tx);
-            self.min_rtt = Some(self.min_rtt.map_or(rtt, |m| m.min(rtt)));
-            self.rate
-                .generate(SimTime(self.now), 1, 0, self.min_rtt, &mut rs);
-            rs.rtt = Some(rtt);
-            self.sync();
-            self.b.cong_control(&mut self.w, &rs);
-            self.rate.app_limited_until = self.w.app_limited;
-        }
-    }
-
-    /// A record of every ACK: (time ns, mode, cycle_idx, pacing gain, cwnd, in_flight).
-    type Log = Vec<(u64, Mode, u32, u32, u32, u32)>;
-
-    /// 1000 packets/s, 100 ms base RTT (BDP = 100 packets), for `secs` seconds.
-    fn run_path(params: &[(&str, f64)], seed: u64, secs: u64) -> (Path<Bbr>, Log) {
-        let (b, w) = bbr_with(params, seed);
-        let mut path = Path::new(b, w, 1_000_000, 99_000_000);
-        let mut log = Vec::new();
-        while path.now < secs * 1_000_000_000 {
-            let before = path.rate.delivered;
-            path.step();
-            if path.rate.delivered != before {
-                let b = &path.b;
-                log.push((
-                    path.now,
-                    b.mode(),
-                    b.cycle_idx(),
-                    b.pacing_gain(),
-                    path.w.cwnd,
-                    path.w.in_flight,
-                ));
-            }
-        }
-        (path, log)
     }
 
     /// Modes in order of appearance, with the time each started.
@@ -1139,7 +620,7 @@ pub(crate) mod tests {
 
     #[test]
     fn startup_drain_probe_bw_then_probe_rtt_every_10_s() {
-        let (_, log) = run_path(&[], 1, 25);
+        let (_, log) = run(bbr_with(&[], 1), 25);
         let modes = mode_changes(&log);
         let seq: Vec<Mode> = modes.iter().map(|&(_, m)| m).collect();
         use Mode::*;
@@ -1171,13 +652,13 @@ pub(crate) mod tests {
 
     #[test]
     fn probe_rtt_holds_cwnd_at_4_for_at_least_200_ms() {
-        let (_, log) = run_path(&[], 1, 12);
+        let (_, log) = run(bbr_with(&[], 1), 12);
         let in_rtt: Vec<_> = log.iter().filter(|e| e.1 == Mode::ProbeRtt).collect();
         assert!(!in_rtt.is_empty());
-        assert!(in_rtt.iter().all(|e| e.4 == 4), "cwnd above 4 in PROBE_RTT");
+        assert!(in_rtt.iter().all(|e| e.5 == 4), "cwnd above 4 in PROBE_RTT");
         // Time spent with inflight ≤ 4 inside PROBE_RTT: ≥ 200 ms (bbr_probe_rtt_mode_ms).
         // (Measured up to the ACK on which PROBE_RTT ends.)
-        let first_low = in_rtt.iter().find(|e| e.5 <= 4).unwrap().0;
+        let first_low = in_rtt.iter().find(|e| e.6 <= 4).unwrap().0;
         let last = in_rtt.last().unwrap().0;
         let exit = log.iter().find(|e| e.0 > last).unwrap();
         assert!(
@@ -1187,12 +668,12 @@ pub(crate) mod tests {
         );
         // Pacing gain 1, and the pre-PROBE_RTT cwnd is restored on exit (≥ 2 BDP = 200).
         assert!(in_rtt.iter().all(|e| e.3 == 256));
-        assert!(exit.4 >= 200, "cwnd after PROBE_RTT {}", exit.4);
+        assert!(exit.5 >= 200, "cwnd after PROBE_RTT {}", exit.5);
     }
 
     #[test]
     fn probe_bw_cycles_gains_5_4_then_3_4_then_six_phases_of_1() {
-        let (path, log) = run_path(&[], 3, 9);
+        let (path, log) = run(bbr_with(&[], 3), 9);
         let bw_log: Vec<_> = log.iter().filter(|e| e.1 == Mode::ProbeBw).collect();
         let want = [320, 192, 256, 256, 256, 256, 256, 256];
         for e in &bw_log {
@@ -1221,18 +702,18 @@ pub(crate) mod tests {
                 );
             }
         }
-        assert_eq!(path.b.pacing_gain(), want[path.b.cycle_idx() as usize]);
+        assert_eq!(path.b.c.pacing_gain, want[path.b.c.cycle_idx as usize]);
     }
 
     #[test]
     fn probe_bw_max_filter_holds_the_bottleneck_rate_and_cwnd_is_2_bdp_plus_budget() {
-        let (path, log) = run_path(&[("extra_acked_gain", 0.0)], 5, 9);
+        let (path, log) = run(bbr_with(&[("extra_acked_gain", 0.0)], 5), 9);
         // 1000 packets/s = 0.001 packets/µs · 2^24 = 16777.2. A sample can't exceed it
         // (each packet needs 1 ms at the bottleneck); one over ≥ 100 packets is ≥ 100/101
         // of it, so the filtered max is in [16611, 16777].
         let bw = path.b.max_bw();
         assert!((16_611..=16_777).contains(&bw), "max_bw {bw}");
-        assert_eq!(path.b.min_rtt_us(), 100_000);
+        assert_eq!(path.b.c.min_rtt_us, 100_000);
         // cwnd target = ⌈2 · bw · min_rtt⌉ + 3 · tso_goal, rounded up to even, +2 in phase 0:
         // 2 · 16777 · 100000 / 2^24 = 199.9996 → 200 (≥ 199.0 for any bw ≥ 16694). The
         // pacing rate 1.43 MB/s gives 1399 B per 1 ms < 1 MSS, so tso_goal = 2 (the rate is
@@ -1243,12 +724,12 @@ pub(crate) mod tests {
         // (In phase 0 cwnd climbs by one packet per ACK from 206 to 208; it snaps back down.)
         for e in &tail {
             if e.2 == 0 {
-                assert!((206..=208).contains(&e.4), "cwnd {} in phase 0", e.4);
+                assert!((206..=208).contains(&e.5), "cwnd {} in phase 0", e.5);
             } else {
-                assert_eq!(e.4, 206, "cwnd {} in phase {}", e.4, e.2);
+                assert_eq!(e.5, 206, "cwnd {} in phase {}", e.5, e.2);
             }
         }
-        assert!(tail.iter().any(|e| e.2 == 0 && e.4 == 208));
+        assert!(tail.iter().any(|e| e.2 == 0 && e.5 == 208));
     }
 
     #[test]
@@ -1258,9 +739,9 @@ pub(crate) mod tests {
             let first = |s| {
                 let (mut b, mut w) = bbr_with(&[], s);
                 b.ensure_init(&mut w);
-                b.full_bw_reached = true;
+                b.c.full_bw_reached = true;
                 b.reset_probe_bw_mode();
-                b.cycle_idx
+                b.c.cycle_idx
             };
             let idx = first(seed);
             assert_eq!(idx, first(seed), "seed {seed} not deterministic");
@@ -1281,13 +762,13 @@ pub(crate) mod tests {
         b.ensure_init(&mut w);
         b.update_gains();
         // 256 · 2885/1000 + 1 = 738 + 1 = 739; 256 · 1000/2885 = 88.
-        assert_eq!((b.pacing_gain(), b.cwnd_gain()), (739, 739));
-        b.mode = Mode::Drain;
+        assert_eq!((b.c.pacing_gain, b.c.cwnd_gain), (739, 739));
+        b.c.mode = Mode::Drain;
         b.update_gains();
-        assert_eq!((b.pacing_gain(), b.cwnd_gain()), (88, 739));
-        b.mode = Mode::ProbeRtt;
+        assert_eq!((b.c.pacing_gain, b.c.cwnd_gain), (88, 739));
+        b.c.mode = Mode::ProbeRtt;
         b.update_gains();
-        assert_eq!((b.pacing_gain(), b.cwnd_gain()), (256, 256));
+        assert_eq!((b.c.pacing_gain, b.c.cwnd_gain), (256, 256));
     }
 
     #[test]
@@ -1298,7 +779,7 @@ pub(crate) mod tests {
         // 1677 · 1448 = 2428296; · 739 = 1794510744; >> 8 = 7009807;
         // · 990000 = 6939708930000; >> 24 = 413638 bytes/s (413638.2; ≈ 2.885 · 10 · 1448 B
         // / 0.1 s · 0.99).
-        assert_eq!(b.pacing_rate_bytes(), 413_638);
+        assert_eq!(b.c.pacing_rate, 413_638);
         assert_eq!(b.pacing_rate_bps(&w), Some(413_638 * 8));
     }
 
@@ -1317,7 +798,7 @@ pub(crate) mod tests {
             w.in_flight = 1000;
             let rs = sample(pkts, 1000, prior);
             b.cong_control(&mut w, &rs);
-            modes.push(b.mode());
+            modes.push(b.c.mode);
         }
         use Mode::*;
         assert_eq!(
@@ -1334,8 +815,8 @@ pub(crate) mod tests {
     fn probe_bw_max_filter_forgets_a_sample_after_10_rounds() {
         let (mut b, mut w) = bbr_with(&[], 1);
         b.ensure_init(&mut w);
-        b.full_bw_reached = true;
-        b.mode = Mode::ProbeBw;
+        b.c.full_bw_reached = true;
+        b.c.mode = Mode::ProbeBw;
         // Round 1: 1000 packets/s (16777); rounds 2..: 500 packets/s (8388).
         let mut max_at = Vec::new();
         for (round, pkts) in [(1, 1000), (2, 500), (3, 500), (11, 500), (12, 500)] {
@@ -1358,15 +839,15 @@ pub(crate) mod tests {
     fn probe_bw_at(phase: u32) -> (Bbr, Window) {
         let (mut b, mut w) = bbr_with(&[("extra_acked_gain", 0.0)], 1);
         b.ensure_init(&mut w);
-        b.full_bw_reached = true;
-        b.mode = Mode::ProbeBw;
+        b.c.full_bw_reached = true;
+        b.c.mode = Mode::ProbeBw;
         b.bw.reset(1, 16_777); // 1000 packets/s
-        b.min_rtt_us = 100_000;
-        b.pacing_rate = 1_433_501; // ≥ 150 kB/s → tso_goal 2
-        b.cycle_idx = phase;
+        b.c.min_rtt_us = 100_000;
+        b.c.pacing_rate = 1_433_501; // ≥ 150 kB/s → tso_goal 2
+        b.c.cycle_idx = phase;
         b.update_gains();
-        b.cycle_mstamp = 0;
-        b.delivered_mstamp = 150_000; // 150 ms into the phase (> min_rtt)
+        b.c.cycle_mstamp = 0;
+        b.c.delivered_mstamp = 150_000; // 150 ms into the phase (> min_rtt)
         w.now = SimTime(150_000_000);
         w.next_departure = w.now;
         (b, w)
@@ -1389,7 +870,7 @@ pub(crate) mod tests {
         assert!(b.is_next_cycle_phase(&w, &rs));
         // ... but never before min_rtt has elapsed.
         let (mut b, w) = probe_bw_at(0);
-        b.delivered_mstamp = 100_000;
+        b.c.delivered_mstamp = 100_000;
         rs.prior_in_flight = 200;
         assert!(!b.is_next_cycle_phase(&w, &rs));
     }
@@ -1398,7 +879,7 @@ pub(crate) mod tests {
     fn probe_bw_3_4_phase_ends_early_once_inflight_is_down_to_bdp() {
         // inflight(bw, 1) = ⌈99.9998⌉ = 100, + 6 = 106 (even; phase 1 gets no +2).
         let (mut b, w) = probe_bw_at(1);
-        b.delivered_mstamp = 10_000; // only 10 ms into the phase
+        b.c.delivered_mstamp = 10_000; // only 10 ms into the phase
         let mut rs = sample(1, 1000, 0);
         rs.prior_in_flight = 107;
         assert!(!b.is_next_cycle_phase(&w, &rs));
@@ -1415,7 +896,7 @@ pub(crate) mod tests {
         // Entering Recovery: ssthresh() only saves cwnd and keeps ssthresh.
         let ss = w.ssthresh;
         assert_eq!(b.on_congestion_event(&mut w, LossKind::Recovery), ss);
-        assert_eq!(b.prior_cwnd(), 100);
+        assert_eq!(b.c.prior_cwnd, 100);
         w.ca_state = CaState::Recovery;
         // First ACK: 2 delivered, 3 newly lost, 50 in flight: cwnd = in_flight + acked = 52.
         w.in_flight = 50;
@@ -1442,8 +923,8 @@ pub(crate) mod tests {
     fn loss_state_rto_ends_the_round_and_restarts_full_pipe_detection() {
         let (mut b, mut w) = bbr_with(&[], 1);
         b.ensure_init(&mut w);
-        b.full_bw = 5_000;
-        b.full_bw_cnt = 2;
+        b.c.full_bw = 5_000;
+        b.c.full_bw_cnt = 2;
         w.cwnd = 80;
         w.delivered = 1000;
         // tcp_enter_loss: ssthresh() saves cwnd, the core sets cwnd = in_flight + 1.
@@ -1451,9 +932,9 @@ pub(crate) mod tests {
         w.cwnd = 1;
         w.ca_state = CaState::Loss;
         b.on_state_change(&mut w, CaState::Loss);
-        assert_eq!(b.full_bw, 0);
-        assert!(b.round_start);
-        assert_eq!(b.prior_cwnd(), 80);
+        assert_eq!(b.c.full_bw, 0);
+        assert!(b.c.round_start);
+        assert_eq!(b.c.prior_cwnd, 80);
         // ACKs in Loss grow cwnd by the packets delivered while below the target (no bw
         // yet: target = the 3 · 2 packet budget = 6): 1 + 2 = 3, raised to the minimum 4.
         w.in_flight = 0;
@@ -1471,18 +952,18 @@ pub(crate) mod tests {
     fn undo_restarts_full_pipe_detection_and_keeps_cwnd() {
         let (mut b, mut w) = bbr_with(&[], 1);
         b.ensure_init(&mut w);
-        b.full_bw = 5_000;
-        b.full_bw_cnt = 2;
+        b.c.full_bw = 5_000;
+        b.c.full_bw_cnt = 2;
         b.lt_use_bw = true;
         w.cwnd = 77;
         assert_eq!(b.on_spurious_loss(&mut w), 77);
-        assert_eq!((b.full_bw, b.full_bw_cnt, b.lt_use_bw()), (0, 0, false));
+        assert_eq!((b.c.full_bw, b.c.full_bw_cnt, b.lt_use_bw()), (0, 0, false));
     }
 
     #[test]
     fn probe_bw_extra_acked_measures_ack_aggregation() {
         let (mut b, mut w) = probe_bw_at(2);
-        b.extra_acked_gain = 256;
+        b.c.extra_acked_gain = 256;
         w.cwnd = 100;
         // bw 16777 = 1 packet/ms. ACK 1 (t = 150 ms, 1 packet) opens an epoch; ACK 2 at
         // +1 ms brings 10: expected 16777 · 1000 / 2^24 = 0 (0.99) → extra 11 − 0 = 11;
@@ -1490,12 +971,12 @@ pub(crate) mod tests {
         let mut extra = Vec::new();
         for (t_us, acked) in [(150_000, 1), (151_000, 10), (152_000, 10)] {
             w.now = SimTime(t_us * 1_000);
-            b.delivered_mstamp = t_us;
+            b.c.delivered_mstamp = t_us;
             let mut rs = sample(acked as u64, 100, 0);
             rs.acked_sacked = acked;
-            b.round_start = false;
+            b.c.round_start = false;
             b.update_ack_aggregation(&w, &rs);
-            extra.push(b.extra_acked());
+            extra.push(b.c.extra_acked());
         }
         assert_eq!(extra, [1, 11, 20]);
         // Allowance: min(20, bw · 100 ms = 99.99 → 99) = 20 packets, once the pipe is full.
@@ -1506,9 +987,9 @@ pub(crate) mod tests {
     fn probe_bw_policer_detection_paces_at_the_long_term_rate_for_48_rounds() {
         let (mut b, mut w) = bbr_with(&[], 1);
         b.ensure_init(&mut w);
-        b.full_bw_reached = true;
-        b.mode = Mode::ProbeBw;
-        b.cycle_idx = 2;
+        b.c.full_bw_reached = true;
+        b.c.mode = Mode::ProbeBw;
+        b.c.cycle_idx = 2;
         // A policer passes 1 packet per 2 ms (500 packets/s) and drops as many (50 % loss);
         // delivery-rate samples see bursts at 1000 packets/s. One round = 50 ACKs.
         let mut lt_from = None;
@@ -1528,7 +1009,7 @@ pub(crate) mod tests {
                 assert_eq!(b.max_bw(), 16777);
             }
             if b.lt_use_bw() {
-                assert_eq!(b.pacing_gain(), 256, "gain cycling is off while policed");
+                assert_eq!(b.c.pacing_gain, 256, "gain cycling is off while policed");
             }
             if let (Some(from), false) = (lt_from, b.lt_use_bw()) {
                 // Released after 48 rounds in PROBE_BW.

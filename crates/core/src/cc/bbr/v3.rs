@@ -16,7 +16,8 @@
 //!   min(63, BDP) rounds so that a Reno flow sharing the path would have probed as often;
 //! - PROBE_RTT every 5 s with cwnd = BDP/2 for 200 ms and a round.
 //!
-//! Kernel fixed-point units as in v1 (bandwidth in packets/µs << 24, gains /256).
+//! Kernel fixed-point units as in v1 (bandwidth in packets/µs << 24, gains /256); what both
+//! compute the same way is in `common`.
 //!
 //! Differences from the kernel module, because the simulator does not model them:
 //! - ECN: the kernel uses CE marks only on "low-latency" routes (`TCP_ECN_LOW`, with DCTCP
@@ -32,10 +33,15 @@
 //! - A loss repaired by a tail-loss probe (`CA_EVENT_TLP_RECOVERY`) is recognised as the
 //!   CWR reduction the simulator starts for it (an `on_congestion_event(Cwr)` on an ACK
 //!   without ECE).
-use super::v1::{Mode, BBR_SCALE, BBR_UNIT, BW_SCALE, BW_UNIT, CWND_MIN_TARGET};
+use super::common::{
+    after, common_in_field_c, interval_us, param_min_rtt_win, param_probe_rtt_mode, shared_hooks,
+    take_min_rtt, to_jiffies, Common, CommonParams, Mode, Model, BBR_SCALE, BBR_UNIT, BW_UNIT,
+    CWND_MIN_TARGET, EXTRA_ACKED_WIN_RTTS, FULL_BW_CNT, FULL_BW_THRESH, GSO_BYTES_MAX,
+    PARAM_EXTRA_ACKED_GAIN, PARAM_HZ, PARAM_PACING_MARGIN,
+};
 use crate::cc::{
-    AckFlags, CaState, CcInfo, CongestionControl, CwndEvent, FlowInit, LossKind, ParamSpec, Params,
-    Window,
+    tso_autosize_bytes, AckFlags, CaState, CcInfo, CongestionControl, CwndEvent, FlowInit,
+    LossKind, ParamSpec, Params, Window, TCP_MIN_TSO_SEGS,
 };
 use crate::engine::rng::SimRng;
 use crate::scenario::ConfigError;
@@ -65,50 +71,21 @@ const STARTUP_CWND_GAIN: u32 = BBR_UNIT * 2;
 const DRAIN_GAIN: u32 = BBR_UNIT * 1000 / 2885;
 const CWND_GAIN: u32 = BBR_UNIT * 2;
 const PROBE_RTT_CWND_GAIN: u32 = BBR_UNIT / 2;
-const FULL_BW_THRESH: u64 = (BBR_UNIT * 5 / 4) as u64;
-const FULL_BW_CNT: u32 = 3;
-const EXTRA_ACKED_WIN_RTTS: u32 = 5;
-const ACK_EPOCH_ACKED_RESET_THRESH: u32 = 1 << 20;
-const EXTRA_ACKED_MAX_US: u64 = 100_000;
 /// cwnd gain added in PROBE_UP, in units of 1/4 (Linux `bbr_bw_probe_cwnd_gain`).
 const BW_PROBE_CWND_GAIN: u32 = 1;
 /// Random extra rounds before a Reno-coexistence probe.
 const BW_PROBE_RAND_ROUNDS: u64 = 2;
-/// Linux `sk_pacing_shift`.
-const PACING_SHIFT: u32 = 10;
-/// Halve the RTT-based TSO allowance every 2^9 µs of min_rtt.
-const TSO_RTT_SHIFT: u32 = 9;
-const GSO_LEGACY_MAX_SIZE: u64 = 65_536;
-/// `GSO_LEGACY_MAX_SIZE - 1 - MAX_TCP_HEADER` (x86-64).
-const GSO_BYTES_MAX: u64 = GSO_LEGACY_MAX_SIZE - 1 - 320;
-/// `sysctl_tcp_min_tso_segs`.
-const MIN_TSO_SEGS: u32 = 2;
 
 pub const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        name: "hz",
-        default: 1000.0,
-        unit: "Hz",
-        help: "kernel jiffies rate (CONFIG_HZ); min_rtt and PROBE_RTT are timed in jiffies",
-    },
-    ParamSpec {
-        name: "min_rtt_win_ns",
-        default: 10e9,
-        unit: "ns",
-        help: "min_rtt filter window",
-    },
+    PARAM_HZ,
+    param_min_rtt_win("min_rtt filter window"),
     ParamSpec {
         name: "probe_rtt_win_ns",
         default: 5e9,
         unit: "ns",
         help: "PROBE_RTT when the RTT has not dropped for this long",
     },
-    ParamSpec {
-        name: "probe_rtt_mode_ns",
-        default: 200e6,
-        unit: "ns",
-        help: "minimum time at the PROBE_RTT cwnd (0 disables PROBE_RTT)",
-    },
+    param_probe_rtt_mode("minimum time at the PROBE_RTT cwnd (0 disables PROBE_RTT)"),
     ParamSpec {
         name: "startup_pacing_gain",
         default: 710.0,
@@ -157,18 +134,8 @@ pub const PARAMS: &[ParamSpec] = &[
         unit: "ns",
         help: "random extra time between bandwidth probes, at most",
     },
-    ParamSpec {
-        name: "extra_acked_gain",
-        default: 256.0,
-        unit: "/256",
-        help: "gain on the ACK-aggregation allowance (0 disables it)",
-    },
-    ParamSpec {
-        name: "pacing_margin_percent",
-        default: 1.0,
-        unit: "%",
-        help: "pace this much below the estimated bandwidth",
-    },
+    PARAM_EXTRA_ACKED_GAIN,
+    PARAM_PACING_MARGIN,
     ParamSpec {
         name: "fast_path",
         default: 1.0,
@@ -188,21 +155,13 @@ pub const INFO: CcInfo = CcInfo {
     ecn: false,
 };
 
-/// Linux `after(a, b)` on 32-bit wrapping counters (jiffies).
-#[inline]
-fn after(a: u32, b: u32) -> bool {
-    (b.wrapping_sub(a) as i32) < 0
-}
-
 /// Linux BBRv3 state (`struct bbr`, v3 fields) plus `sk_pacing_rate`.
 #[derive(Debug, Clone)]
 pub struct Bbr3 {
+    /// What v3 shares with v1 (parameters, mode, min RTT, pacing, ACK aggregation).
+    c: Common,
     // parameters
-    hz: u32,
-    min_rtt_win_jiffies: u32,
     probe_rtt_win_jiffies: u32,
-    probe_rtt_mode_jiffies: u32,
-    startup_pacing_gain: u32,
     loss_thresh: u32,
     beta: u32,
     inflight_headroom: u32,
@@ -210,40 +169,13 @@ pub struct Bbr3 {
     bw_probe_max_rounds: u32,
     bw_probe_base_us: u32,
     bw_probe_rand_us: u32,
-    extra_acked_gain: u32,
-    pacing_margin_percent: u64,
     fast_path: bool,
-    mss: u32,
-    rng: SimRng,
-    // model (v1 part)
-    min_rtt_us: u32,
-    min_rtt_stamp: u32,
-    probe_rtt_done_stamp: u32,
+    // model
     probe_rtt_min_us: u32,
     probe_rtt_min_stamp: u32,
-    next_rtt_delivered: u64,
-    cycle_mstamp: u64,
-    mode: Mode,
-    prev_ca_state: CaState,
-    round_start: bool,
     bw_probe_up_rounds: u32,
     try_fast_path: bool,
-    idle_restart: bool,
-    probe_rtt_round_done: bool,
     init_cwnd: u32,
-    pacing_gain: u32,
-    cwnd_gain: u32,
-    full_bw_reached: bool,
-    full_bw_cnt: u32,
-    cycle_idx: u32,
-    has_seen_rtt: bool,
-    prior_cwnd: u32,
-    full_bw: u64,
-    ack_epoch_mstamp: u64,
-    extra_acked: [u16; 2],
-    ack_epoch_acked: u32,
-    extra_acked_win_rtts: u32,
-    extra_acked_win_idx: usize,
     // v3 state
     full_bw_now: bool,
     loss_in_cycle: bool,
@@ -272,17 +204,12 @@ pub struct Bbr3 {
     ack_phase: AckPhase,
     loss_events_in_round: u32,
     // socket state
-    /// Linux `sk_pacing_rate`, bytes per second.
-    pacing_rate: u64,
-    /// Linux `tp->delivered_mstamp` (µs).
-    delivered_mstamp: u64,
     /// `tp->lost` already seen by a hook (for the emulated `skb_marked_lost`).
     lost_seen: u64,
     /// The ACK being processed carried ECE (tells an ECN CWR from a TLP repair).
     ack_ece: bool,
     /// Between `on_ack_event` and `cong_control` of one ACK.
     in_ack: bool,
-    initialized: bool,
 }
 
 /// Per-ACK scratch (Linux `struct bbr_context`).
@@ -302,8 +229,9 @@ struct LossSample {
 
 impl Bbr3 {
     pub fn new(p: &Params<'_>, init: &FlowInit, rng: &mut SimRng) -> Result<Self, ConfigError> {
-        let hz = p.int("hz", 100, 100_000)? as u64;
-        let win_ns = p.int("min_rtt_win_ns", 1_000_000, 3_600_000_000_000)? as u64;
+        let startup_gain = p.int("startup_pacing_gain", 256, 1023)? as u32;
+        let params = CommonParams::parse(p, startup_gain, 1)?;
+        let (hz, win_ns) = (params.hz, params.min_rtt_win_ns);
         let probe_win_ns = p.int("probe_rtt_win_ns", 1_000_000, 3_600_000_000_000)? as u64;
         if probe_win_ns > win_ns {
             return Err(ConfigError(format!(
@@ -311,54 +239,32 @@ impl Bbr3 {
                  at most min_rtt_win_ns ({win_ns})"
             )));
         }
-        let probe_ns = p.int("probe_rtt_mode_ns", 0, 60_000_000_000)? as u64;
-        let to_jiffies = |ns: u64| (ns * hz).div_ceil(1_000_000_000) as u32;
+        let loss_thresh = p.int("loss_thresh", 1, 255)? as u32;
+        let beta = p.int("beta", 0, 255)? as u32;
+        let inflight_headroom = p.int("inflight_headroom", 0, 255)? as u32;
+        let full_loss_cnt = p.int("full_loss_cnt", 0, 15)? as u32;
+        let bw_probe_max_rounds = p.int("bw_probe_max_rounds", 1, 255)? as u32;
+        let bw_probe_base_us = (p.int("bw_probe_base_ns", 0, 3_600_000_000_000)? / 1_000) as u32;
+        let bw_probe_rand_us =
+            (p.int("bw_probe_rand_ns", 1_000, 3_600_000_000_000)? / 1_000) as u32;
+        let fast_path = p.flag("fast_path")?;
+        let rng = SimRng::substream(rng.next_u64(), "bbr3");
         Ok(Bbr3 {
-            hz: hz as u32,
-            min_rtt_win_jiffies: (win_ns * hz / 1_000_000_000) as u32,
-            probe_rtt_win_jiffies: to_jiffies(probe_win_ns),
-            probe_rtt_mode_jiffies: to_jiffies(probe_ns),
-            startup_pacing_gain: p.int("startup_pacing_gain", 256, 1023)? as u32,
-            loss_thresh: p.int("loss_thresh", 1, 255)? as u32,
-            beta: p.int("beta", 0, 255)? as u32,
-            inflight_headroom: p.int("inflight_headroom", 0, 255)? as u32,
-            full_loss_cnt: p.int("full_loss_cnt", 0, 15)? as u32,
-            bw_probe_max_rounds: p.int("bw_probe_max_rounds", 1, 255)? as u32,
-            bw_probe_base_us: (p.int("bw_probe_base_ns", 0, 3_600_000_000_000)? / 1_000) as u32,
-            bw_probe_rand_us: (p.int("bw_probe_rand_ns", 1_000, 3_600_000_000_000)? / 1_000) as u32,
-            extra_acked_gain: p.int("extra_acked_gain", 0, 1023)? as u32,
-            pacing_margin_percent: p.int("pacing_margin_percent", 0, 99)? as u64,
-            fast_path: p.flag("fast_path")?,
-            mss: init.mss,
-            rng: SimRng::substream(rng.next_u64(), "bbr3"),
-            min_rtt_us: NONE,
-            min_rtt_stamp: 0,
-            probe_rtt_done_stamp: 0,
+            c: Common::new(params, init.mss, rng),
+            probe_rtt_win_jiffies: to_jiffies(probe_win_ns, hz),
+            loss_thresh,
+            beta,
+            inflight_headroom,
+            full_loss_cnt,
+            bw_probe_max_rounds,
+            bw_probe_base_us,
+            bw_probe_rand_us,
+            fast_path,
             probe_rtt_min_us: NONE,
             probe_rtt_min_stamp: 0,
-            next_rtt_delivered: 0,
-            cycle_mstamp: 0,
-            mode: Mode::Startup,
-            prev_ca_state: CaState::Open,
-            round_start: false,
             bw_probe_up_rounds: 0,
             try_fast_path: false,
-            idle_restart: false,
-            probe_rtt_round_done: false,
             init_cwnd: init.initial_window.min(0x7f),
-            pacing_gain: BBR_UNIT,
-            cwnd_gain: BBR_UNIT,
-            full_bw_reached: false,
-            full_bw_cnt: 0,
-            cycle_idx: 0,
-            has_seen_rtt: false,
-            prior_cwnd: 0,
-            full_bw: 0,
-            ack_epoch_mstamp: 0,
-            extra_acked: [0; 2],
-            ack_epoch_acked: 0,
-            extra_acked_win_rtts: 0,
-            extra_acked_win_idx: 0,
             full_bw_now: false,
             loss_in_cycle: false,
             ecn_in_cycle: false,
@@ -385,38 +291,14 @@ impl Bbr3 {
             ecn_in_round: false,
             ack_phase: AckPhase::Init,
             loss_events_in_round: 0,
-            pacing_rate: 0,
-            delivered_mstamp: 0,
             lost_seen: 0,
             ack_ece: false,
             in_ack: false,
-            initialized: false,
         })
     }
 
-    // --- read-only view (tests, traces) ----------------------------------------------
+    // --- read-only view (tests, traces); the shared state is `Model::common` ------------
 
-    pub fn mode(&self) -> Mode {
-        self.mode
-    }
-    /// PROBE_BW phase (`PROBE_UP`, `PROBE_DOWN`, `PROBE_CRUISE`, `PROBE_REFILL`).
-    pub fn cycle_idx(&self) -> u32 {
-        self.cycle_idx
-    }
-    pub fn pacing_gain(&self) -> u32 {
-        self.pacing_gain
-    }
-    pub fn cwnd_gain(&self) -> u32 {
-        self.cwnd_gain
-    }
-    /// max(bw_hi[0], bw_hi[1]), packets/µs << 24.
-    pub fn max_bw(&self) -> u64 {
-        self.bw_hi[0].max(self.bw_hi[1])
-    }
-    /// min(max_bw, bw_lo): the bandwidth in use.
-    pub fn bw(&self) -> u64 {
-        self.max_bw().min(self.bw_lo)
-    }
     pub fn bw_lo(&self) -> Option<u64> {
         (self.bw_lo != u64::from(NONE)).then_some(self.bw_lo)
     }
@@ -426,12 +308,6 @@ impl Bbr3 {
     pub fn inflight_lo(&self) -> Option<u32> {
         (self.inflight_lo != NONE).then_some(self.inflight_lo)
     }
-    pub fn min_rtt_us(&self) -> u32 {
-        self.min_rtt_us
-    }
-    pub fn full_bw_reached(&self) -> bool {
-        self.full_bw_reached
-    }
     pub fn ack_phase(&self) -> AckPhase {
         self.ack_phase
     }
@@ -439,182 +315,16 @@ impl Bbr3 {
     pub fn probe_wait_us(&self) -> u32 {
         self.probe_wait_us
     }
-    pub fn pacing_rate_bytes(&self) -> u64 {
-        self.pacing_rate
-    }
 
     // --- init ------------------------------------------------------------------------
 
-    /// Linux `bbr_init` (v3), on the first hook after connection set-up.
-    fn ensure_init(&mut self, w: &mut Window) {
-        if self.initialized {
-            return;
-        }
-        self.initialized = true;
-        self.init_cwnd = w.cwnd.min(0x7f);
-        self.prior_cwnd = w.prior_cwnd;
-        w.ssthresh = crate::cc::INFINITE_SSTHRESH;
-        self.next_rtt_delivered = w.delivered;
-        self.prev_ca_state = CaState::Open;
-        self.probe_rtt_done_stamp = 0;
-        self.probe_rtt_round_done = false;
-        let min_rtt = w.min_rtt.map_or(NONE, |m| m.us().min(NONE as u64) as u32);
-        let now = w.jiffies(self.hz);
-        self.probe_rtt_min_us = min_rtt;
-        self.probe_rtt_min_stamp = now;
-        self.min_rtt_us = min_rtt;
-        self.min_rtt_stamp = now;
-        self.has_seen_rtt = false;
-        self.init_pacing_rate_from_rtt(w);
-        self.round_start = false;
-        self.idle_restart = false;
-        self.full_bw_reached = false;
-        self.full_bw = 0;
-        self.full_bw_cnt = 0;
-        self.cycle_mstamp = 0;
-        self.cycle_idx = 0;
-        self.mode = Mode::Startup;
-        self.ack_epoch_mstamp = w.now_us();
-        self.ack_epoch_acked = 0;
-        self.extra_acked_win_rtts = 0;
-        self.extra_acked_win_idx = 0;
-        self.extra_acked = [0; 2];
-        self.try_fast_path = false;
-        // Start sampling losses after the first full flight is ACKed.
-        self.loss_round_delivered = w.delivered + 1;
-        self.loss_round_start = false;
-        self.undo_bw_lo = 0;
-        self.undo_inflight_lo = 0;
-        self.undo_inflight_hi = 0;
-        self.loss_events_in_round = 0;
-        self.reset_congestion_signals();
-        self.bw_lo = u64::from(NONE);
-        self.bw_hi = [0; 2];
-        self.inflight_lo = NONE;
-        self.inflight_hi = NONE;
-        self.reset_full_bw();
-        self.bw_probe_up_cnt = NONE;
-        self.bw_probe_up_acks = 0;
-        self.bw_probe_up_rounds = 0;
-        self.probe_wait_us = 0;
-        self.stopped_risky_probe = false;
-        self.ack_phase = AckPhase::Init;
-        self.rounds_since_probe = 0;
-        self.bw_probe_samples = false;
-        self.prev_probe_too_high = false;
-        self.ecn_eligible = false;
-        self.lost_seen = w.lost;
-        self.update_gains();
-    }
-
     // --- rates -----------------------------------------------------------------------
-
-    /// Linux `bbr_rate_bytes_per_sec` (v3: at least 1 byte/s).
-    fn rate_bytes_per_sec(&self, rate: u64, gain: u32, margin: u64) -> u64 {
-        let mut r = rate as u128 * self.mss as u128;
-        r *= gain as u128;
-        r >>= BBR_SCALE;
-        r *= (1_000_000 / 100 * (100 - margin)) as u128;
-        ((r >> BW_SCALE) as u64).max(1)
-    }
-
-    fn bw_to_pacing_rate(&self, bw: u64, gain: u32) -> u64 {
-        self.rate_bytes_per_sec(bw, gain, self.pacing_margin_percent)
-    }
-
-    /// startup_pacing_gain × cwnd / SRTT (SRTT 1 ms if none), bytes/s.
-    fn initial_pacing_rate(&self, w: &Window) -> u64 {
-        let rtt_us = w.srtt.map_or(1_000, |s| s.us().max(1));
-        let bw = w.cwnd as u64 * BW_UNIT / rtt_us;
-        self.bw_to_pacing_rate(bw, self.startup_pacing_gain)
-    }
-
-    /// Linux `bbr_init_pacing_rate_from_rtt`.
-    fn init_pacing_rate_from_rtt(&mut self, w: &Window) {
-        if w.srtt.is_some() {
-            self.has_seen_rtt = true;
-        }
-        self.pacing_rate = self.initial_pacing_rate(w);
-    }
-
-    /// Linux `bbr_set_pacing_rate`.
-    fn set_pacing_rate(&mut self, w: &Window, bw: u64, gain: u32) {
-        let rate = self.bw_to_pacing_rate(bw, gain);
-        if !self.has_seen_rtt && w.srtt.is_some() {
-            self.init_pacing_rate_from_rtt(w);
-        }
-        if self.full_bw_reached || rate > self.pacing_rate {
-            self.pacing_rate = rate;
-        }
-    }
-
-    /// Linux `bbr_tso_segs_goal` (v3 `bbr_tso_segs_generic`): ~1 ms at the pacing rate
-    /// plus 64 KB halved per 512 µs of min_rtt, at least `tcp_min_tso_segs`.
-    fn tso_segs_goal(&self) -> u32 {
-        let mut bytes = self.pacing_rate >> PACING_SHIFT;
-        let r = self.min_rtt_us >> TSO_RTT_SHIFT;
-        if r < 32 {
-            bytes += GSO_LEGACY_MAX_SIZE >> r;
-        }
-        let bytes = bytes.min(GSO_BYTES_MAX);
-        ((bytes / self.mss as u64) as u32).max(MIN_TSO_SEGS)
-    }
 
     // --- model -----------------------------------------------------------------------
 
-    fn save_cwnd(&mut self, w: &Window) {
-        if self.prev_ca_state < CaState::Recovery && self.mode != Mode::ProbeRtt {
-            self.prior_cwnd = w.cwnd;
-        } else {
-            self.prior_cwnd = self.prior_cwnd.max(w.cwnd);
-        }
-    }
-
-    /// Linux `bbr_bdp` (v3: the initial cwnd without an RTT sample).
-    fn bdp(&self, bw: u64, gain: u32) -> u32 {
-        if self.min_rtt_us == NONE {
-            return self.init_cwnd;
-        }
-        let w = bw as u128 * self.min_rtt_us as u128;
-        ((w * gain as u128) >> BBR_SCALE).div_ceil(BW_UNIT as u128) as u32
-    }
-
-    /// Linux `bbr_quantization_budget` (v3: a floor of 3 TSO bursts, not an addition).
-    fn quantization_budget(&self, cwnd: u32) -> u32 {
-        let mut cwnd = cwnd.max(3 * self.tso_segs_goal()).max(CWND_MIN_TARGET);
-        if self.mode == Mode::ProbeBw && self.cycle_idx == PROBE_UP {
-            cwnd += 2;
-        }
-        cwnd
-    }
-
-    fn inflight(&self, bw: u64, gain: u32) -> u32 {
-        self.quantization_budget(self.bdp(bw, gain))
-    }
-
-    /// Linux `bbr_packets_in_net_at_edt`.
-    fn packets_in_net_at_edt(&self, w: &Window, inflight_now: u32) -> u32 {
-        let edt = w.next_departure.max(w.now);
-        let interval_us = edt.since(w.now).ns() / 1_000;
-        let interval_delivered = ((self.bw() as u128 * interval_us as u128) >> BW_SCALE) as u64;
-        let mut inflight_at_edt = inflight_now as u64;
-        if self.pacing_gain > BBR_UNIT {
-            inflight_at_edt += self.tso_segs_goal() as u64;
-        }
-        inflight_at_edt.saturating_sub(interval_delivered) as u32
-    }
-
-    fn extra_acked(&self) -> u32 {
-        self.extra_acked[0].max(self.extra_acked[1]) as u32
-    }
-
     /// Linux `bbr_ack_aggregation_cwnd` (v3: also before the pipe is full).
     fn ack_aggregation_cwnd(&self) -> u32 {
-        if self.extra_acked_gain == 0 {
-            return 0;
-        }
-        let max_aggr = (self.bw() as u128 * EXTRA_ACKED_MAX_US as u128 / BW_UNIT as u128) as u32;
-        ((self.extra_acked_gain * self.extra_acked()) >> BBR_SCALE).min(max_aggr)
+        self.c.ack_aggregation_cwnd(self.bw())
     }
 
     /// Linux `bbr_probe_rtt_cwnd`: half a BDP, at least 4.
@@ -631,7 +341,7 @@ impl Bbr3 {
             target += self.ack_aggregation_cwnd();
             target = self.quantization_budget(target);
             self.try_fast_path = false;
-            if self.full_bw_reached {
+            if self.c.full_bw_reached {
                 cwnd += acked;
                 if cwnd >= target {
                     cwnd = target;
@@ -645,27 +355,23 @@ impl Bbr3 {
             cwnd = cwnd.max(CWND_MIN_TARGET);
         }
         w.cwnd = cwnd.min(w.cwnd_clamp);
-        if self.mode == Mode::ProbeRtt {
+        if self.c.mode == Mode::ProbeRtt {
             w.cwnd = w.cwnd.min(self.probe_rtt_cwnd());
         }
     }
 
     /// Linux `bbr_update_round_start`.
     fn update_round_start(&mut self, w: &Window, rs: &RateSample) {
-        self.round_start = false;
-        if Self::interval_us(rs).is_some() && rs.prior_delivered >= self.next_rtt_delivered {
-            self.next_rtt_delivered = w.delivered;
-            self.round_start = true;
+        self.c.round_start = false;
+        if interval_us(rs).is_some() && rs.prior_delivered >= self.c.next_rtt_delivered {
+            self.c.next_rtt_delivered = w.delivered;
+            self.c.round_start = true;
         }
-    }
-
-    fn interval_us(rs: &RateSample) -> Option<u64> {
-        rs.interval.map(|i| i.ns() / 1_000).filter(|&us| us > 0)
     }
 
     /// Linux `bbr_calculate_bw_sample`: delivered / interval, rounded up.
     fn calculate_bw_sample(rs: &RateSample) -> u64 {
-        match (rs.delivered, Self::interval_us(rs)) {
+        match (rs.delivered, interval_us(rs)) {
             (Some(d), Some(us)) => (d * BW_UNIT).div_ceil(us),
             _ => 0,
         }
@@ -673,118 +379,50 @@ impl Bbr3 {
 
     /// Linux `bbr_update_ack_aggregation` (v3: a 1-round window before the pipe is full).
     fn update_ack_aggregation(&mut self, w: &Window, rs: &RateSample) {
-        if self.extra_acked_gain == 0
-            || rs.acked_sacked == 0
-            || rs.delivered.is_none()
-            || Self::interval_us(rs).is_none()
-        {
-            return;
-        }
-        if self.round_start {
-            self.extra_acked_win_rtts = (self.extra_acked_win_rtts + 1).min(0x1f);
-            let thresh = if self.full_bw_reached {
-                EXTRA_ACKED_WIN_RTTS
-            } else {
-                1
-            };
-            if self.extra_acked_win_rtts >= thresh {
-                self.extra_acked_win_rtts = 0;
-                self.extra_acked_win_idx ^= 1;
-                self.extra_acked[self.extra_acked_win_idx] = 0;
-            }
-        }
-        let epoch_us = self.delivered_mstamp.saturating_sub(self.ack_epoch_mstamp) as u32;
-        let mut expected = (self.bw() as u128 * epoch_us as u128 / BW_UNIT as u128) as u32;
-        if self.ack_epoch_acked <= expected
-            || self.ack_epoch_acked + rs.acked_sacked >= ACK_EPOCH_ACKED_RESET_THRESH
-        {
-            self.ack_epoch_acked = 0;
-            self.ack_epoch_mstamp = self.delivered_mstamp;
-            expected = 0;
-        }
-        self.ack_epoch_acked = (self.ack_epoch_acked + rs.acked_sacked).min(0xfffff);
-        let extra = (self.ack_epoch_acked - expected).min(w.cwnd);
-        if extra > self.extra_acked[self.extra_acked_win_idx] as u32 {
-            self.extra_acked[self.extra_acked_win_idx] = extra as u16;
-        }
-    }
-
-    /// Linux `bbr_check_probe_rtt_done` (v3).
-    fn check_probe_rtt_done(&mut self, w: &mut Window) {
-        let now = w.jiffies(self.hz);
-        if !(self.probe_rtt_done_stamp != 0 && after(now, self.probe_rtt_done_stamp)) {
-            return;
-        }
-        self.probe_rtt_min_stamp = now; // schedule the next PROBE_RTT
-        w.cwnd = w.cwnd.max(self.prior_cwnd);
-        self.exit_probe_rtt(w);
+        let rounds = if self.c.full_bw_reached {
+            EXTRA_ACKED_WIN_RTTS
+        } else {
+            1
+        };
+        let bw = self.bw();
+        self.c.update_ack_aggregation(w, rs, bw, rounds);
     }
 
     /// Linux `bbr_update_min_rtt` (v3): a 5 s filter times PROBE_RTT, a 10 s one min_rtt.
     fn update_min_rtt(&mut self, w: &mut Window, rs: &RateSample) {
-        let now = w.jiffies(self.hz);
-        let probe_rtt_expired = after(
+        let now = w.jiffies(self.c.hz);
+        let probe_rtt_expired = take_min_rtt(
+            &mut self.probe_rtt_min_us,
+            &mut self.probe_rtt_min_stamp,
+            self.probe_rtt_win_jiffies,
             now,
-            self.probe_rtt_min_stamp
-                .wrapping_add(self.probe_rtt_win_jiffies),
+            rs,
         );
-        if let Some(rtt) = rs.rtt {
-            let rtt_us = rtt.us().min(u32::MAX as u64) as u32;
-            if rtt_us < self.probe_rtt_min_us || (probe_rtt_expired && !rs.is_ack_delayed) {
-                self.probe_rtt_min_us = rtt_us;
-                self.probe_rtt_min_stamp = now;
-            }
+        let c = &mut self.c;
+        let min_rtt_expired = after(now, c.min_rtt_stamp.wrapping_add(c.min_rtt_win_jiffies));
+        if self.probe_rtt_min_us <= c.min_rtt_us || min_rtt_expired {
+            c.min_rtt_us = self.probe_rtt_min_us;
+            c.min_rtt_stamp = self.probe_rtt_min_stamp;
         }
-        let min_rtt_expired = after(
-            now,
-            self.min_rtt_stamp.wrapping_add(self.min_rtt_win_jiffies),
-        );
-        if self.probe_rtt_min_us <= self.min_rtt_us || min_rtt_expired {
-            self.min_rtt_us = self.probe_rtt_min_us;
-            self.min_rtt_stamp = self.probe_rtt_min_stamp;
-        }
-        if self.probe_rtt_mode_jiffies > 0
-            && probe_rtt_expired
-            && !self.idle_restart
-            && self.mode != Mode::ProbeRtt
-        {
-            self.mode = Mode::ProbeRtt;
-            self.save_cwnd(w);
-            self.probe_rtt_done_stamp = 0;
+        if c.enter_probe_rtt(w, probe_rtt_expired) {
             self.ack_phase = AckPhase::ProbeStopping;
-            self.next_rtt_delivered = w.delivered;
+            self.c.next_rtt_delivered = w.delivered;
         }
-        if self.mode == Mode::ProbeRtt {
-            w.app_limited = (w.delivered + w.in_flight as u64).max(1);
-            if self.probe_rtt_done_stamp == 0 && w.in_flight <= self.probe_rtt_cwnd() {
-                self.probe_rtt_done_stamp = now.wrapping_add(self.probe_rtt_mode_jiffies);
-                self.probe_rtt_round_done = false;
-                self.next_rtt_delivered = w.delivered;
-            } else if self.probe_rtt_done_stamp != 0 {
-                if self.round_start {
-                    self.probe_rtt_round_done = true;
-                }
-                if self.probe_rtt_round_done {
-                    self.check_probe_rtt_done(w);
-                }
-            }
-        }
-        if rs.delivered.unwrap_or(0) > 0 {
-            self.idle_restart = false;
-        }
+        let target = self.probe_rtt_cwnd();
+        self.hold_probe_rtt(w, rs, now, target);
     }
 
     /// Linux `bbr_update_gains` (v3).
     fn update_gains(&mut self) {
-        (self.pacing_gain, self.cwnd_gain) = match self.mode {
-            Mode::Startup => (self.startup_pacing_gain, STARTUP_CWND_GAIN),
+        (self.c.pacing_gain, self.c.cwnd_gain) = match self.c.mode {
+            Mode::Startup => (self.c.startup_gain, STARTUP_CWND_GAIN),
             Mode::Drain => (DRAIN_GAIN, STARTUP_CWND_GAIN),
             Mode::ProbeBw => {
                 let mut cwnd_gain = CWND_GAIN;
-                if BW_PROBE_CWND_GAIN != 0 && self.cycle_idx == PROBE_UP {
+                if BW_PROBE_CWND_GAIN != 0 && self.c.cycle_idx == PROBE_UP {
                     cwnd_gain += BBR_UNIT * BW_PROBE_CWND_GAIN / 4;
                 }
-                (PACING_GAIN[self.cycle_idx as usize], cwnd_gain)
+                (PACING_GAIN[self.c.cycle_idx as usize], cwnd_gain)
             }
             Mode::ProbeRtt => (BBR_UNIT, BBR_UNIT),
         };
@@ -805,8 +443,8 @@ impl Bbr3 {
     }
 
     fn reset_full_bw(&mut self) {
-        self.full_bw = 0;
-        self.full_bw_cnt = 0;
+        self.c.full_bw = 0;
+        self.c.full_bw_cnt = 0;
         self.full_bw_now = false;
     }
 
@@ -816,18 +454,18 @@ impl Bbr3 {
     }
 
     fn is_probing_bandwidth(&self) -> bool {
-        self.mode == Mode::Startup
-            || (self.mode == Mode::ProbeBw
-                && (self.cycle_idx == PROBE_REFILL || self.cycle_idx == PROBE_UP))
+        self.c.mode == Mode::Startup
+            || (self.c.mode == Mode::ProbeBw
+                && (self.c.cycle_idx == PROBE_REFILL || self.c.cycle_idx == PROBE_UP))
     }
 
     /// Linux `bbr_has_elapsed_in_phase` (wall clock, `tcp_mstamp`).
     fn has_elapsed_in_phase(&self, w: &Window, interval_us: u32) -> bool {
-        w.now_us() > self.cycle_mstamp + interval_us as u64
+        w.now_us() > self.c.cycle_mstamp + interval_us as u64
     }
 
     fn handle_queue_too_high_in_startup(&mut self) {
-        self.full_bw_reached = true;
+        self.c.full_bw_reached = true;
         let bdp = self.inflight(self.max_bw(), BBR_UNIT);
         self.inflight_hi = bdp.max(self.inflight_latest);
     }
@@ -851,7 +489,7 @@ impl Bbr3 {
             self.inflight_hi = self.inflight_hi.saturating_add(delta);
             self.try_fast_path = false;
         }
-        if self.round_start {
+        if self.c.round_start {
             self.raise_inflight_hi_slope(w);
         }
     }
@@ -901,10 +539,10 @@ impl Bbr3 {
     /// Linux `bbr_bound_cwnd_for_inflight_model`.
     fn bound_cwnd_for_inflight_model(&mut self, w: &mut Window) {
         let mut cap = NONE;
-        if self.mode == Mode::ProbeBw && self.cycle_idx != PROBE_CRUISE {
+        if self.c.mode == Mode::ProbeBw && self.c.cycle_idx != PROBE_CRUISE {
             cap = self.inflight_hi; // probe to see if more packets fit
-        } else if self.mode == Mode::ProbeRtt
-            || (self.mode == Mode::ProbeBw && self.cycle_idx == PROBE_CRUISE)
+        } else if self.c.mode == Mode::ProbeRtt
+            || (self.c.mode == Mode::ProbeBw && self.c.cycle_idx == PROBE_CRUISE)
         {
             cap = self.inflight_with_headroom();
         }
@@ -958,14 +596,14 @@ impl Bbr3 {
     }
 
     fn exit_loss_recovery(&mut self, w: &mut Window) {
-        w.cwnd = w.cwnd.max(self.prior_cwnd);
+        w.cwnd = w.cwnd.max(self.c.prior_cwnd);
         self.try_fast_path = false;
     }
 
     /// Linux `bbr_update_latest_delivery_signals`.
     fn update_latest_delivery_signals(&mut self, w: &Window, rs: &RateSample, ctx: &Ctx) {
         self.loss_round_start = false;
-        if Self::interval_us(rs).is_none() || rs.acked_sacked == 0 {
+        if interval_us(rs).is_none() || rs.acked_sacked == 0 {
             return;
         }
         self.bw_latest = self.bw_latest.max(ctx.sample_bw);
@@ -987,7 +625,7 @@ impl Bbr3 {
 
     /// Linux `bbr_update_congestion_signals`.
     fn update_congestion_signals(&mut self, w: &Window, rs: &RateSample, ctx: &Ctx) {
-        if Self::interval_us(rs).is_none() || rs.acked_sacked == 0 {
+        if interval_us(rs).is_none() || rs.acked_sacked == 0 {
             return;
         }
         let bw = ctx.sample_bw;
@@ -1012,13 +650,13 @@ impl Bbr3 {
 
     /// Linux `bbr_pick_probe_wait`: 0–1 extra rounds, 2–3 s of wall clock.
     fn pick_probe_wait(&mut self) {
-        self.rounds_since_probe = self.rng.below(BW_PROBE_RAND_ROUNDS) as u32;
+        self.rounds_since_probe = self.c.rng.below(BW_PROBE_RAND_ROUNDS) as u32;
         self.probe_wait_us =
-            self.bw_probe_base_us + self.rng.below(self.bw_probe_rand_us as u64) as u32;
+            self.bw_probe_base_us + self.c.rng.below(self.bw_probe_rand_us as u64) as u32;
     }
 
     fn set_cycle_idx(&mut self, idx: u32) {
-        self.cycle_idx = idx;
+        self.c.cycle_idx = idx;
         self.try_fast_path = false;
     }
 
@@ -1029,17 +667,17 @@ impl Bbr3 {
         self.bw_probe_up_acks = 0;
         self.stopped_risky_probe = false;
         self.ack_phase = AckPhase::Refilling;
-        self.next_rtt_delivered = w.delivered;
+        self.c.next_rtt_delivered = w.delivered;
         self.set_cycle_idx(PROBE_REFILL);
     }
 
     /// Linux `bbr_start_bw_probe_up`.
     fn start_bw_probe_up(&mut self, w: &Window, ctx: &Ctx) {
         self.ack_phase = AckPhase::ProbeStarting;
-        self.next_rtt_delivered = w.delivered;
-        self.cycle_mstamp = w.now_us();
+        self.c.next_rtt_delivered = w.delivered;
+        self.c.cycle_mstamp = w.now_us();
         self.reset_full_bw();
-        self.full_bw = ctx.sample_bw;
+        self.c.full_bw = ctx.sample_bw;
         self.set_cycle_idx(PROBE_UP);
         self.raise_inflight_hi_slope(w);
     }
@@ -1049,9 +687,9 @@ impl Bbr3 {
         self.reset_congestion_signals();
         self.bw_probe_up_cnt = NONE;
         self.pick_probe_wait();
-        self.cycle_mstamp = w.now_us();
+        self.c.cycle_mstamp = w.now_us();
         self.ack_phase = AckPhase::ProbeStopping;
-        self.next_rtt_delivered = w.delivered;
+        self.c.next_rtt_delivered = w.delivered;
         self.set_cycle_idx(PROBE_DOWN);
     }
 
@@ -1072,7 +710,7 @@ impl Bbr3 {
                 >> BBR_SCALE) as u32;
             self.inflight_hi = s.tx_in_flight.max(floor);
         }
-        if self.mode == Mode::ProbeBw && self.cycle_idx == PROBE_UP {
+        if self.c.mode == Mode::ProbeBw && self.c.cycle_idx == PROBE_UP {
             self.start_bw_probe_down(w);
         }
     }
@@ -1087,18 +725,19 @@ impl Bbr3 {
 
     /// Linux `bbr_adapt_upper_bounds`; true if it decided a state transition.
     fn adapt_upper_bounds(&mut self, w: &Window, rs: &RateSample) -> bool {
-        if self.ack_phase == AckPhase::ProbeStarting && self.round_start {
+        if self.ack_phase == AckPhase::ProbeStarting && self.c.round_start {
             self.ack_phase = AckPhase::ProbeFeedback;
         }
-        if self.ack_phase == AckPhase::ProbeStopping && self.round_start {
+        if self.ack_phase == AckPhase::ProbeStopping && self.c.round_start {
             // End of the samples from the probe: the best time to forget old bandwidth.
             self.bw_probe_samples = false;
             self.ack_phase = AckPhase::Init;
-            if self.mode == Mode::ProbeBw && !rs.is_app_limited {
+            if self.c.mode == Mode::ProbeBw && !rs.is_app_limited {
                 self.advance_max_bw_filter();
             }
             // Probed up to inflight_hi without high loss: probe again, right away.
-            if self.mode == Mode::ProbeBw && self.stopped_risky_probe && !self.prev_probe_too_high {
+            if self.c.mode == Mode::ProbeBw && self.stopped_risky_probe && !self.prev_probe_too_high
+            {
                 self.start_bw_probe_refill(w, 0);
                 return true;
             }
@@ -1116,7 +755,7 @@ impl Bbr3 {
             if rs.tx_in_flight > self.inflight_hi {
                 self.inflight_hi = rs.tx_in_flight;
             }
-            if self.mode == Mode::ProbeBw && self.cycle_idx == PROBE_UP {
+            if self.c.mode == Mode::ProbeBw && self.c.cycle_idx == PROBE_UP {
                 self.probe_inflight_hi_upward(w, rs);
             }
         }
@@ -1144,24 +783,24 @@ impl Bbr3 {
 
     /// Linux `bbr_update_cycle_phase` (v3): the PROBE_BW state machine.
     fn update_cycle_phase(&mut self, w: &Window, rs: &RateSample, ctx: &Ctx) {
-        if !self.full_bw_reached {
+        if !self.c.full_bw_reached {
             return;
         }
         if self.adapt_upper_bounds(w, rs) {
             return;
         }
-        if self.mode != Mode::ProbeBw {
+        if self.c.mode != Mode::ProbeBw {
             return;
         }
         let inflight = self.packets_in_net_at_edt(w, rs.prior_in_flight);
         let bw = self.max_bw();
-        match self.cycle_idx {
+        match self.c.cycle_idx {
             PROBE_CRUISE => {
                 self.check_time_to_probe_bw(w);
             }
             PROBE_REFILL => {
                 // After a round of refilling, samples start to reflect the probe.
-                if self.round_start {
+                if self.c.round_start {
                     self.bw_probe_samples = true;
                     self.start_bw_probe_up(w, ctx);
                 }
@@ -1174,7 +813,7 @@ impl Bbr3 {
                 } else if w.cwnd_limited && w.cwnd >= self.inflight_hi {
                     // inflight_hi is what limits growth: keep probing.
                     self.reset_full_bw();
-                    self.full_bw = ctx.sample_bw;
+                    self.c.full_bw = ctx.sample_bw;
                 } else if self.full_bw_now {
                     done = true; // bandwidth plateau: the pipe looks full
                 }
@@ -1198,20 +837,20 @@ impl Bbr3 {
     /// Linux `bbr_exit_probe_rtt`.
     fn exit_probe_rtt(&mut self, w: &Window) {
         self.reset_lower_bounds();
-        if self.full_bw_reached {
-            self.mode = Mode::ProbeBw;
+        if self.c.full_bw_reached {
+            self.c.mode = Mode::ProbeBw;
             // Schedule the next probe at a friendly, random time; inflight is below the
             // BDP now, so cruise.
             self.start_bw_probe_down(w);
             self.start_bw_probe_cruise();
         } else {
-            self.mode = Mode::Startup;
+            self.c.mode = Mode::Startup;
         }
     }
 
     /// Linux `bbr_check_loss_too_high_in_startup`.
     fn check_loss_too_high_in_startup(&mut self, w: &Window, rs: &RateSample) {
-        if self.full_bw_reached {
+        if self.c.full_bw_reached {
             return;
         }
         if rs.losses > 0 && self.loss_events_in_round < 0xf {
@@ -1236,31 +875,27 @@ impl Bbr3 {
         if self.full_bw_now || rs.is_app_limited {
             return;
         }
-        let bw_thresh = (self.full_bw * FULL_BW_THRESH) >> BBR_SCALE;
+        let bw_thresh = (self.c.full_bw * FULL_BW_THRESH) >> BBR_SCALE;
         if ctx.sample_bw >= bw_thresh {
             self.reset_full_bw();
-            self.full_bw = ctx.sample_bw;
+            self.c.full_bw = ctx.sample_bw;
             return;
         }
-        if !self.round_start {
+        if !self.c.round_start {
             return;
         }
-        self.full_bw_cnt += 1;
-        self.full_bw_now = self.full_bw_cnt >= FULL_BW_CNT;
-        self.full_bw_reached |= self.full_bw_now;
+        self.c.full_bw_cnt += 1;
+        self.full_bw_now = self.c.full_bw_cnt >= FULL_BW_CNT;
+        self.c.full_bw_reached |= self.full_bw_now;
     }
 
     /// Linux `bbr_check_drain` (v3).
     fn check_drain(&mut self, w: &mut Window) {
-        if self.mode == Mode::Startup && self.full_bw_reached {
-            self.mode = Mode::Drain;
-            w.ssthresh = self.inflight(self.max_bw(), BBR_UNIT);
+        if self.enter_drain(w) {
             self.reset_congestion_signals();
         }
-        if self.mode == Mode::Drain
-            && self.packets_in_net_at_edt(w, w.in_flight) <= self.inflight(self.max_bw(), BBR_UNIT)
-        {
-            self.mode = Mode::ProbeBw;
+        if self.c.mode == Mode::Drain && self.drained(w) {
+            self.c.mode = Mode::ProbeBw;
             self.start_bw_probe_down(w);
         }
     }
@@ -1285,12 +920,15 @@ impl Bbr3 {
             && !self.loss_in_round
             && !self.ecn_in_round
         {
-            let prev_mode = self.mode;
-            let prev_min_rtt_us = self.min_rtt_us;
+            let prev_mode = self.c.mode;
+            let prev_min_rtt_us = self.c.min_rtt_us;
             self.check_drain(w);
             self.update_cycle_phase(w, rs, ctx);
             self.update_min_rtt(w, rs);
-            if self.mode == prev_mode && self.min_rtt_us == prev_min_rtt_us && self.try_fast_path {
+            if self.c.mode == prev_mode
+                && self.c.min_rtt_us == prev_min_rtt_us
+                && self.try_fast_path
+            {
                 return (true, false);
             }
             return (false, false);
@@ -1364,14 +1002,12 @@ impl CongestionControl for Bbr3 {
             // The simulator's TLP-repair reduction: Linux CA_EVENT_TLP_RECOVERY.
             self.run_loss_probe_recovery(w);
         }
-        self.save_cwnd(w);
+        self.c.save_cwnd(w);
         self.undo_bw_lo = self.bw_lo;
         self.undo_inflight_lo = self.inflight_lo;
         self.undo_inflight_hi = self.inflight_hi;
         w.ssthresh
     }
-
-    fn cong_avoid(&mut self, _w: &mut Window, _acked: u32) {}
 
     /// Linux `bbr_set_state` (v3).
     fn on_state_change(&mut self, w: &mut Window, new: CaState) {
@@ -1380,37 +1016,15 @@ impl CongestionControl for Bbr3 {
             self.absorb_new_losses(w, None);
         }
         if new == CaState::Loss {
-            self.prev_ca_state = CaState::Loss;
+            self.c.prev_ca_state = CaState::Loss;
             // Re-learn the path after an RTO (the kernel may also have repathed).
             self.reset_full_bw();
             if !self.is_probing_bandwidth() && self.inflight_lo == NONE {
                 // adapt_lower_bounds needs the cwnd from before the RTO.
-                self.inflight_lo = w.cwnd.max(self.prior_cwnd);
+                self.inflight_lo = w.cwnd.max(self.c.prior_cwnd);
             }
-        } else if self.prev_ca_state == CaState::Loss {
+        } else if self.c.prev_ca_state == CaState::Loss {
             self.exit_loss_recovery(w);
-        }
-    }
-
-    /// Linux `bbr_cwnd_event` (v3; ECN events are not used, see the module doc).
-    fn on_cwnd_event(&mut self, w: &mut Window, ev: CwndEvent) {
-        self.ensure_init(w);
-        if ev != CwndEvent::TxStart {
-            return;
-        }
-        if w.packets_out == 0 {
-            self.delivered_mstamp = w.now_us();
-        }
-        if w.app_limited == 0 {
-            return;
-        }
-        self.idle_restart = true;
-        self.ack_epoch_mstamp = w.now_us();
-        self.ack_epoch_acked = 0;
-        if self.mode == Mode::ProbeBw {
-            self.set_pacing_rate(w, self.bw(), BBR_UNIT);
-        } else if self.mode == Mode::ProbeRtt {
-            self.check_probe_rtt_done(w);
         }
     }
 
@@ -1423,19 +1037,19 @@ impl CongestionControl for Bbr3 {
         self.inflight_lo = self.inflight_lo.max(self.undo_inflight_lo);
         self.inflight_hi = self.inflight_hi.max(self.undo_inflight_hi);
         self.try_fast_path = false;
-        self.prior_cwnd
+        self.c.prior_cwnd
     }
 
     /// Linux `bbr_main` (v3).
     fn cong_control(&mut self, w: &mut Window, rs: &RateSample) -> bool {
         self.ensure_init(w);
         if rs.acked_sacked > 0 {
-            self.delivered_mstamp = w.now_us();
+            self.c.delivered_mstamp = w.now_us();
         }
         self.absorb_new_losses(w, Some(rs));
         let mut ctx = Ctx::default();
         self.update_round_start(w, rs);
-        if self.round_start {
+        if self.c.round_start {
             self.rounds_since_probe = (self.rounds_since_probe + 1).min(0xff);
         }
         ctx.sample_bw = Self::calculate_bw_sample(rs);
@@ -1447,78 +1061,108 @@ impl CongestionControl for Bbr3 {
             }
             self.update_gains();
             let bw = self.bw();
-            self.set_pacing_rate(w, bw, self.pacing_gain);
-            self.set_cwnd(w, rs.acked_sacked, bw, self.cwnd_gain);
+            self.c.set_pacing_rate(w, bw, self.c.pacing_gain);
+            self.set_cwnd(w, rs.acked_sacked, bw, self.c.cwnd_gain);
             self.bound_cwnd_for_inflight_model(w);
         }
         self.advance_latest_delivery_signals(rs, &ctx);
-        self.prev_ca_state = w.ca_state;
+        self.c.prev_ca_state = w.ca_state;
         self.loss_in_cycle |= rs.lost > 0;
         self.ecn_in_cycle |= rs.delivered_ce > 0;
         self.in_ack = false;
         true
     }
 
-    fn has_cong_control(&self) -> bool {
-        true
+    shared_hooks!();
+}
+
+impl Model for Bbr3 {
+    common_in_field_c!();
+
+    /// Linux `bbr_init`: the version's part (`Common::init` did the rest).
+    fn init(&mut self, w: &mut Window) {
+        self.init_cwnd = w.cwnd.min(0x7f);
+        self.c.prior_cwnd = w.prior_cwnd;
+        self.probe_rtt_min_us = self.c.min_rtt_us;
+        self.probe_rtt_min_stamp = self.c.min_rtt_stamp;
+        self.try_fast_path = false;
+        // Start sampling losses after the first full flight is ACKed.
+        self.loss_round_delivered = w.delivered + 1;
+        self.loss_round_start = false;
+        self.undo_bw_lo = 0;
+        self.undo_inflight_lo = 0;
+        self.undo_inflight_hi = 0;
+        self.loss_events_in_round = 0;
+        self.reset_congestion_signals();
+        self.bw_lo = u64::from(NONE);
+        self.bw_hi = [0; 2];
+        self.inflight_lo = NONE;
+        self.inflight_hi = NONE;
+        self.reset_full_bw();
+        self.bw_probe_up_cnt = NONE;
+        self.bw_probe_up_acks = 0;
+        self.bw_probe_up_rounds = 0;
+        self.probe_wait_us = 0;
+        self.stopped_risky_probe = false;
+        self.ack_phase = AckPhase::Init;
+        self.rounds_since_probe = 0;
+        self.bw_probe_samples = false;
+        self.prev_probe_too_high = false;
+        self.ecn_eligible = false;
+        self.lost_seen = w.lost;
+        self.update_gains();
     }
 
-    fn pacing_rate_bps(&self, w: &Window) -> Option<u64> {
-        if self.initialized {
-            Some(self.pacing_rate * 8)
-        } else {
-            Some(self.initial_pacing_rate(w) * 8)
+    /// min(max_bw, bw_lo): the bandwidth in use.
+    fn bw(&self) -> u64 {
+        self.max_bw().min(self.bw_lo)
+    }
+
+    /// max(bw_hi[0], bw_hi[1]), packets/µs << 24.
+    fn max_bw(&self) -> u64 {
+        self.bw_hi[0].max(self.bw_hi[1])
+    }
+
+    /// Linux `bbr_tso_segs_goal` (v3 `bbr_tso_segs_generic`): ~1 ms at the pacing rate
+    /// plus 64 KB halved per 512 µs of min_rtt, at least `tcp_min_tso_segs`.
+    fn tso_segs_goal(&self) -> u32 {
+        let min_rtt_us = Some(self.c.min_rtt_us as u64);
+        let bytes = tso_autosize_bytes(self.c.pacing_rate, min_rtt_us, GSO_BYTES_MAX);
+        ((bytes / self.c.mss as u64) as u32).max(TCP_MIN_TSO_SEGS)
+    }
+
+    /// Linux `bbr_quantization_budget` (v3: a floor of 3 TSO bursts, not an addition).
+    fn quantization_budget(&self, cwnd: u32) -> u32 {
+        let mut cwnd = cwnd.max(3 * self.tso_segs_goal()).max(CWND_MIN_TARGET);
+        if self.c.mode == Mode::ProbeBw && self.c.cycle_idx == PROBE_UP {
+            cwnd += 2;
+        }
+        cwnd
+    }
+
+    /// v3: the initial cwnd.
+    fn no_rtt_cwnd(&self) -> u32 {
+        self.init_cwnd
+    }
+
+    /// Linux `bbr_check_probe_rtt_done` (v3).
+    fn check_probe_rtt_done(&mut self, w: &mut Window) {
+        let now = w.jiffies(self.c.hz);
+        if self.c.probe_rtt_done(w, now) {
+            self.probe_rtt_min_stamp = now; // schedule the next PROBE_RTT
+            self.exit_probe_rtt(w);
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::common::tests::{build, run, Log};
     use super::*;
-    use crate::cc::bbr::v1::tests::Path;
     use crate::engine::time::{SimDuration, SimTime};
-    use std::collections::BTreeMap;
 
     fn bbr3_with(params: &[(&str, f64)], seed: u64) -> (Bbr3, Window) {
-        let m: BTreeMap<String, f64> = params.iter().map(|(k, v)| (k.to_string(), *v)).collect();
-        let p = Params::new("bbr3", &m, PARAMS).unwrap();
-        let init = FlowInit {
-            mss: 1448,
-            initial_window: 10,
-        };
-        let b = Bbr3::new(&p, &init, &mut SimRng::substream(seed, "flow/0/cca")).unwrap();
-        let mut w = Window::new(10, 1448);
-        w.srtt = Some(SimDuration::from_ms(100));
-        w.min_rtt = Some(SimDuration::from_ms(100));
-        w.pacing = true;
-        (b, w)
-    }
-
-    /// (time ns, mode, phase, pacing gain, cwnd gain, cwnd, in_flight) per ACK.
-    type Log = Vec<(u64, Mode, u32, u32, u32, u32, u32)>;
-
-    /// 1000 packets/s, 100 ms base RTT (BDP = 100 packets), no loss.
-    fn run_path(params: &[(&str, f64)], seed: u64, secs: u64) -> (Path<Bbr3>, Log) {
-        let (b, w) = bbr3_with(params, seed);
-        let mut path = Path::new(b, w, 1_000_000, 99_000_000);
-        let mut log = Vec::new();
-        while path.now < secs * 1_000_000_000 {
-            let before = path.rate.delivered;
-            path.step();
-            if path.rate.delivered != before {
-                let b = &path.b;
-                log.push((
-                    path.now,
-                    b.mode(),
-                    b.cycle_idx(),
-                    b.pacing_gain(),
-                    b.cwnd_gain(),
-                    path.w.cwnd,
-                    path.w.in_flight,
-                ));
-            }
-        }
-        (path, log)
+        build(params, seed, "bbr3", PARAMS, Bbr3::new)
     }
 
     /// (mode, phase) at each change; phase is 0 outside PROBE_BW.
@@ -1535,7 +1179,7 @@ mod tests {
 
     #[test]
     fn startup_drain_then_probe_bw_down_cruise_refill_up_down() {
-        let (_, log) = run_path(&[], 1, 12);
+        let (_, log) = run(bbr3_with(&[], 1), 12);
         let ph = phases(&log);
         use Mode::*;
         assert_eq!(
@@ -1582,7 +1226,7 @@ mod tests {
         // on the first ACK after the wait (ACKs are 1 ms apart).
         let mut waits = Vec::new();
         for seed in 1..8 {
-            let (_, log) = run_path(&[], seed, 12);
+            let (_, log) = run(bbr3_with(&[], seed), 12);
             let ph = phases(&log);
             let mut start = None;
             for p in &ph {
@@ -1609,7 +1253,7 @@ mod tests {
 
     #[test]
     fn probe_rtt_every_5_s_at_half_bdp_for_200_ms() {
-        let (_, log) = run_path(&[], 1, 12);
+        let (_, log) = run(bbr3_with(&[], 1), 12);
         let ph = phases(&log);
         let rtt: Vec<_> = ph
             .iter()
@@ -1648,10 +1292,10 @@ mod tests {
             (Mode::ProbeBw, PROBE_REFILL),
             (Mode::ProbeRtt, 0),
         ] {
-            b.mode = mode;
-            b.cycle_idx = idx;
+            b.c.mode = mode;
+            b.c.cycle_idx = idx;
             b.update_gains();
-            got.push((b.pacing_gain(), b.cwnd_gain()));
+            got.push((b.c.pacing_gain, b.c.cwnd_gain));
         }
         // STARTUP 256·277/100 + 1 = 709 + 1 = 710 (2.77), cwnd 2; DRAIN 256·1000/2885 = 88;
         // UP 5/4 with cwnd gain 2 + 1/4; DOWN 256·91/100 = 232 (0.91); CRUISE/REFILL 1.
@@ -1671,7 +1315,7 @@ mod tests {
 
     #[test]
     fn probe_bw_cruise_cwnd_is_2_bdp_and_up_adds_a_quarter_bdp_plus_2() {
-        let (_, log) = run_path(&[("extra_acked_gain", 0.0)], 1, 12);
+        let (_, log) = run(bbr3_with(&[("extra_acked_gain", 0.0)], 1), 12);
         // bw 16778 (see above), min_rtt 100 ms: ⌈2 · 16778 · 100000 / 2^24⌉ = ⌈200.006⌉ =
         // 201; the v3 budget is only a floor (3 · tso_goal = 6, 4 packets). In UP the gain
         // is 2.25: ⌈225.007⌉ = 226, + 2 = 228.
@@ -1729,12 +1373,12 @@ mod tests {
     fn probe_bw_at(idx: u32) -> (Bbr3, Window) {
         let (mut b, mut w) = bbr3_with(&[("extra_acked_gain", 0.0)], 1);
         b.ensure_init(&mut w);
-        b.full_bw_reached = true;
-        b.mode = Mode::ProbeBw;
+        b.c.full_bw_reached = true;
+        b.c.mode = Mode::ProbeBw;
         b.bw_hi = [16_777, 16_777];
-        b.min_rtt_us = 100_000;
-        b.pacing_rate = 1_433_501;
-        b.cycle_idx = idx;
+        b.c.min_rtt_us = 100_000;
+        b.c.pacing_rate = 1_433_501;
+        b.c.cycle_idx = idx;
         b.update_gains();
         w.cwnd = 200;
         w.now = SimTime(10_000_000_000);
@@ -1765,7 +1409,7 @@ mod tests {
         // target = min(BDP 100 + 2 (UP), cwnd 200) = 102 → 102·180/256 = 71. Then DOWN.
         assert!(!b.adapt_upper_bounds(&w, &sample(100, 150, 5)));
         assert_eq!(b.inflight_hi(), Some(150));
-        assert_eq!(b.cycle_idx(), PROBE_DOWN);
+        assert_eq!(b.c.cycle_idx, PROBE_DOWN);
         assert!(b.prev_probe_too_high && !b.bw_probe_samples);
 
         // The same through the per-lost-packet path: 3 packets newly marked lost on an ACK
@@ -1777,7 +1421,7 @@ mod tests {
         w.lost = 3;
         b.absorb_new_losses(&w, Some(&sample(100, 150, 5)));
         assert_eq!(b.inflight_hi(), Some(148));
-        assert_eq!(b.cycle_idx(), PROBE_DOWN);
+        assert_eq!(b.c.cycle_idx, PROBE_DOWN);
         // bbr_note_loss ran first: this round's losses end when delivered passes 10000
         // (its loss_in_round flag was then cleared by the new cycle's reset).
         assert_eq!(b.loss_round_delivered, 10_000);
@@ -1822,12 +1466,12 @@ mod tests {
             rs.prior_delivered = if k == 6 { 101 } else { 0 };
             b.cong_control(&mut w, &rs);
             assert_eq!(
-                b.mode(),
+                b.c.mode,
                 if k < 6 { Mode::Startup } else { Mode::Drain },
                 "ACK {k}"
             );
         }
-        assert!(b.full_bw_reached());
+        assert!(b.c.full_bw_reached);
         // inflight_hi = max(BDP, inflight_latest): the sample bw ⌈50·2^24/100000⌉ = 8389;
         // ⌈8389 · 100000 / 2^24⌉ = ⌈50.001⌉ = 51 ≥ 50 delivered.
         assert_eq!(b.inflight_hi(), Some(51));
@@ -1836,17 +1480,17 @@ mod tests {
     #[test]
     fn probe_bw_reno_coexistence_probes_after_bdp_rounds() {
         let (mut b, w) = probe_bw_at(PROBE_CRUISE);
-        b.min_rtt_us = 10_000; // BDP = ⌈16777 · 10000 / 2^24⌉ = 10 packets
-        b.cycle_mstamp = w.now_us(); // wall clock: nothing elapsed
+        b.c.min_rtt_us = 10_000; // BDP = ⌈16777 · 10000 / 2^24⌉ = 10 packets
+        b.c.cycle_mstamp = w.now_us(); // wall clock: nothing elapsed
         b.probe_wait_us = 2_500_000;
         // Reno at a 10-packet BDP would see a loss every 10 rounds: probe after
         // min(63, min(inflight(bw) = 10, cwnd)) = 10 rounds.
         b.rounds_since_probe = 9;
         assert!(!b.check_time_to_probe_bw(&w));
-        assert_eq!(b.cycle_idx(), PROBE_CRUISE);
+        assert_eq!(b.c.cycle_idx, PROBE_CRUISE);
         b.rounds_since_probe = 10;
         assert!(b.check_time_to_probe_bw(&w));
-        assert_eq!(b.cycle_idx(), PROBE_REFILL);
+        assert_eq!(b.c.cycle_idx, PROBE_REFILL);
         assert_eq!(b.ack_phase(), AckPhase::Refilling);
     }
 
@@ -1880,7 +1524,7 @@ mod tests {
         b.on_state_change(&mut w, CaState::Loss);
         // Not probing: inflight_lo = max(cwnd, prior_cwnd) = 150; full-bw detection reset.
         assert_eq!(b.inflight_lo(), Some(150));
-        assert_eq!((b.full_bw, b.full_bw_cnt, b.full_bw_now), (0, 0, false));
+        assert_eq!((b.c.full_bw, b.c.full_bw_cnt, b.full_bw_now), (0, 0, false));
         w.cwnd = 20;
         b.on_state_change(&mut w, CaState::Open);
         assert_eq!(w.cwnd, 150);

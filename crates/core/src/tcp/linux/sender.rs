@@ -7,7 +7,9 @@
 //! The window is in packets (`Window`, Linux style); every segment but a file's last is
 //! MSS-sized and never re-packetized. The flow of an ACK is Linux's `tcp_ack` (see
 //! `ack.rs`); state transitions are `tcp_fastretrans_alert` and friends (`ca_state.rs`).
-use crate::cc::{CaState, Cc, CongestionControl, CwndEvent, Window};
+use crate::cc::{
+    tso_autosize_bytes, CaState, Cc, CongestionControl, CwndEvent, Window, GSO_LEGACY_MAX_SIZE,
+};
 use crate::engine::minmax::WindowedMin;
 use crate::engine::stats::{LogHistogram, TimeWeighted};
 use crate::engine::time::{serialization_time, SimDuration, SimTime};
@@ -79,13 +81,6 @@ pub enum XmitTimer {
     /// is in flight to bring its update.
     Probe,
 }
-
-/// Linux `sk_pacing_shift` default: a paced skb holds ~1/1024 s of data.
-const SK_PACING_SHIFT: u32 = 10;
-/// Linux `sysctl_tcp_tso_rtt_log`: the 64 KB TSO allowance halves per 2^9 µs of min RTT.
-const TSO_RTT_LOG: u32 = 9;
-/// Linux `GSO_LEGACY_MAX_SIZE`: the largest skb a TSO/GSO burst fills.
-const GSO_MAX_BYTES: u64 = 65_536;
 
 /// Counters of a sender.
 #[derive(Debug, Clone, Default)]
@@ -524,13 +519,9 @@ impl Sender {
         if !self.cfg.tso {
             return 1;
         }
-        let mut bytes = rate_bytes >> SK_PACING_SHIFT;
-        if let Some(r) = self.min_rtt().map(|m| m.us() >> TSO_RTT_LOG) {
-            if r < 32 {
-                bytes += GSO_MAX_BYTES >> r;
-            }
-        }
-        let segs = (bytes.min(GSO_MAX_BYTES) / self.w.mss.max(1) as u64) as u32;
+        let min_rtt_us = self.min_rtt().map(|m| m.us());
+        let bytes = tso_autosize_bytes(rate_bytes, min_rtt_us, GSO_LEGACY_MAX_SIZE);
+        let segs = (bytes / self.w.mss.max(1) as u64) as u32;
         segs.max(self.cc.min_tso_segs(&self.w))
     }
 
