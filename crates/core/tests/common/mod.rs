@@ -1,5 +1,6 @@
 //! Scenario builders shared by the integration tests.
 #![allow(dead_code)]
+use tcplab_core::api::{self, RunResult};
 use tcplab_core::scenario::*;
 
 /// A dumbbell with the given round-trip propagation delay (access links 1 Gbit/s, 0.1 ms
@@ -102,4 +103,14 @@ pub fn padhye_bps(mss: f64, rtt_s: f64, p: f64, t0_s: f64, b: f64) -> f64 {
     let denom = rtt_s * (2.0 * b * p / 3.0).sqrt()
         + t0_s * (3.0 * (3.0 * b * p / 8.0).sqrt()).min(1.0) * p * (1.0 + 32.0 * p * p);
     mss * 8.0 / denom
+}
+
+/// Run the dumbbell of `spec`.
+pub fn run(spec: &Spec) -> RunResult {
+    run_config(spec.build())
+}
+
+/// Run a scenario (it must be valid).
+pub fn run_config(cfg: ScenarioConfig) -> RunResult {
+    api::run(cfg).expect("valid scenario")
 }

@@ -1,5 +1,4 @@
-//! Group F signatures: TCP Wave on the GEO path (4 Mbit/s, 250 ms one way, 2×BDP
-//! DropTail).
+//! TCP Wave on the GEO path (4 Mbit/s, 250 ms one way, 2×BDP DropTail).
 //!
 //! Hand calculation used throughout (1500-byte wire packets, 1448-byte payload):
 //! - one packet takes 1500·8/4e6 = 3 ms at the bottleneck, so a 10-segment burst leaves it
@@ -41,10 +40,6 @@ fn geo(cca: &'static str, per: f64, duration_s: u64) -> Spec {
         cca,
         ..Default::default()
     }
-}
-
-fn run(spec: &Spec) -> api::RunResult {
-    api::run(spec.build()).expect("valid scenario")
 }
 
 fn wave_of(sim: &Simulation) -> &tcplab_core::cc::wave::Wave {

@@ -1,4 +1,4 @@
-//! Group D signatures: BBR v1 and BBRv3 on simulated paths.
+//! BBR v1 and BBRv3 on simulated paths.
 //!
 //! - A GEO path with a 2×BDP DropTail buffer: BBR keeps the queue (and the RTT) near empty
 //!   while CUBIC fills the buffer; BBR's utilization is bounded by PROBE_RTT.
@@ -8,12 +8,6 @@
 //! - Sharing a 2×BDP buffer with CUBIC.
 mod common;
 use common::*;
-use tcplab_core::api;
-use tcplab_core::scenario::ScenarioConfig;
-
-fn run(cfg: ScenarioConfig) -> api::RunResult {
-    api::run(cfg).expect("valid scenario")
-}
 
 /// GEO: 4 Mbit/s each way, 250 ms one way (RTT 500.4 ms with the access links).
 /// BDP = 4e6 · 0.5004 / (1500 · 8) = 166.8 packets; buffer 2 × BDP = 333.
@@ -41,7 +35,7 @@ fn bbr_keeps_the_geo_queue_near_empty_while_cubic_fills_2_bdp() {
     let bdp = 166.8;
     let mut rtt = Vec::new();
     for cca in ["bbr", "bbr3", "cubic"] {
-        let r = run(geo(cca, 0.0).build());
+        let r = run_config(geo(cca, 0.0).build());
         let f = &r.flows[0];
         let l = &r.links[0];
         let rtt_ms = f.rtt.mean_ns.unwrap() / 1e6;
@@ -87,7 +81,7 @@ fn bbr_keeps_the_geo_queue_near_empty_while_cubic_fills_2_bdp() {
 fn bbr_goodput_under_1_percent_loss_on_geo_is_far_above_reno_and_cubic() {
     let mut g = Vec::new();
     for cca in ["bbr", "cubic", "reno"] {
-        let r = run(geo(cca, 0.01).build());
+        let r = run_config(geo(cca, 0.01).build());
         println!(
             "{cca} at PER 1e-2: goodput {:.3} Mbit/s",
             r.flows[0].goodput_bps / 1e6
@@ -122,7 +116,7 @@ fn terrestrial(cca: &'static str, per: f64) -> Spec {
 fn bbr_stays_near_capacity_under_random_loss_until_its_policer_threshold() {
     let ceiling = payload_bps(10_000_000);
     for per in [0.01, 0.05, 0.10] {
-        let g = run(terrestrial("bbr", per).build()).flows[0].goodput_bps;
+        let g = run_config(terrestrial("bbr", per).build()).flows[0].goodput_bps;
         println!("bbr at PER {per}: goodput {:.2} Mbit/s", g / 1e6);
         // The delivered fraction is 1 − p; BBR's bandwidth samples count delivered
         // packets, so it paces at ≈ C and loses only the 1 − p (and PROBE_RTT's ~2 %).
@@ -131,11 +125,11 @@ fn bbr_stays_near_capacity_under_random_loss_until_its_policer_threshold() {
     // At 20 % loss, lost/delivered = 0.2/0.8 = 25 % ≥ 50/256: two consecutive lossy
     // intervals with consistent bandwidth look like a policer, and BBR paces at the
     // (low) long-term rate: goodput collapses.
-    let g20 = run(terrestrial("bbr", 0.20).build()).flows[0].goodput_bps;
+    let g20 = run_config(terrestrial("bbr", 0.20).build()).flows[0].goodput_bps;
     println!("bbr at PER 0.2: goodput {:.2} Mbit/s", g20 / 1e6);
     assert!(g20 < 0.3 * ceiling, "PER 0.2: {g20}");
-    let cubic = run(terrestrial("cubic", 0.01).build()).flows[0].goodput_bps;
-    let bbr = run(terrestrial("bbr", 0.01).build()).flows[0].goodput_bps;
+    let cubic = run_config(terrestrial("cubic", 0.01).build()).flows[0].goodput_bps;
+    let bbr = run_config(terrestrial("bbr", 0.01).build()).flows[0].goodput_bps;
     assert!(bbr > 3.0 * cubic, "bbr {bbr} vs cubic {cubic} at 1 %");
 }
 
@@ -157,7 +151,7 @@ fn wan(cca: &'static str, per: f64) -> Spec {
 #[test]
 fn bbr3_backs_off_above_2_percent_loss_where_bbr_v1_does_not() {
     let ceiling = payload_bps(20_000_000);
-    let g = |cca, per| run(wan(cca, per).build()).flows[0].goodput_bps;
+    let g = |cca, per| run_config(wan(cca, per).build()).flows[0].goodput_bps;
     let (v1_0, v3_0) = (g("bbr", 0.0), g("bbr3", 0.0));
     let (v1_5, v3_5) = (g("bbr", 0.05), g("bbr3", 0.05));
     let v3_half = g("bbr3", 0.005);
@@ -196,7 +190,7 @@ fn vs_cubic(cca: &'static str, queue_bdp: f64) -> (f64, f64) {
     }
     .build();
     cfg.flows[0].cca = cca.into();
-    let r = run(cfg);
+    let r = run_config(cfg);
     (r.flows[0].goodput_bps, r.flows[1].goodput_bps)
 }
 

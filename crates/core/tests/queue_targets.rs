@@ -1,6 +1,6 @@
-//! Group E signatures: DCTCP holds the queue near the marking threshold K at full
-//! utilization (Alizadeh et al. 2010), LEDBAT holds TARGET of queuing delay alone and
-//! yields to loss-based TCP (RFC 6817).
+//! Algorithms that hold a target queue: DCTCP holds the queue near the marking threshold K
+//! at full utilization (Alizadeh et al. 2010), LEDBAT holds TARGET of queuing delay alone
+//! and yields to loss-based TCP (RFC 6817).
 mod common;
 use tcplab_core::engine::time::SimTime;
 use tcplab_core::scenario::*;

@@ -1,4 +1,4 @@
-//! Group G: the ns-2 TCP agents (tahoe, reno and vegas on the ns-2 stack, newreno, sack,
+//! The ns-2 TCP agents (tahoe, reno and vegas on the ns-2 stack, newreno, sack,
 //! fack), on paths whose outcome theory predicts.
 mod common;
 use std::cmp::Reverse;
