@@ -7,6 +7,8 @@
 //! - `ns2`: the classic ns-2 agents, a sender of their own;
 //! - `receiver`: the receiver (delayed and quick ACKs, SACK/D-SACK, receive window).
 pub mod connection;
+#[cfg(test)]
+pub(crate) mod harness;
 pub mod linux;
 pub mod ns2;
 pub mod receiver;

@@ -600,3 +600,112 @@ impl Sender {
         (wait > 0).then_some(SimDuration(wait))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! ACK processing against hand-worked numbers, grouped by the CA state the ACKs meet:
+    //! tail-loss probes (RFC 8985 §7) and the RACK reorder window (RFC 8985 §6.2). The
+    //! fixtures are those of `ca_state`'s tests (`tcp::harness`): Linux Reno, 1000-byte
+    //! segments, IW 10, a 100 ms round trip without serialization, every segment ACKed.
+    use crate::cc::CaState;
+    use crate::engine::time::SimDuration;
+    use crate::scenario::{AppConfig, TcpConfig};
+    use crate::tcp::harness::{ms, plain_tcp, reno, reno_with, window, PairSpec};
+    use crate::tcp::linux::sender::XmitTimer;
+
+    // --- Open: tail-loss probes ----------------------------------------------------------
+
+    #[test]
+    fn open_tlp_repairs_a_lost_tail_and_the_next_new_data_acked_reduces_cwnd_once() {
+        // A relaying sender (a PEP's) has 10 segments at the handshake (100 ms); the last
+        // is lost. The ACKs of 0..8 arrive at 200 ms: slow start takes cwnd to 19, and the
+        // probe timer is re-armed at min(2·srtt + 200 ms (one segment out), RTO 300 ms)
+        // = 300 ms later.
+        let tcp = TcpConfig {
+            rack: true,
+            tlp: true,
+            ..plain_tcp()
+        };
+        let mut p = reno_with(PairSpec {
+            tcp,
+            relay: true,
+            ..PairSpec::default()
+        });
+        p.supply_at(ms(0), 10_000)
+            .supply_at(ms(510), 5_000)
+            .lose(9, 1);
+        p.run_until(ms(201));
+        assert_eq!(p.linux().w.cwnd, 19);
+        assert_eq!(p.linux().xmit_timer, Some((ms(500), XmitTimer::Tlp)));
+        // 500 ms: no new data to probe with, so the probe retransmits segment 9.
+        p.run_until(ms(501));
+        let s = p.linux();
+        assert_eq!((s.stats.tlp_probes, s.stats.retrans_segs), (1, 1));
+        assert_eq!(s.tlp_high_seq, Some(10_000));
+        // 510 ms: five more segments (10..14) leave. 600 ms: the probe's ACK reaches
+        // tlp_high_seq but not beyond: nothing is decided yet; slow start: cwnd 20.
+        let ack = p.next_ack();
+        assert_eq!((ack.ack, p.now), (10_000, ms(600)));
+        assert_eq!(
+            (p.linux().w.cwnd, p.linux().tlp_high_seq),
+            (20, Some(10_000))
+        );
+        // 610 ms: an ACK beyond tlp_high_seq: the probe repaired a real loss, so cwnd is
+        // reduced once, as for ECN (CWR): ssthresh = 20/2 = 10, cwnd = ssthresh, and the
+        // connection is Open again (congestion avoidance: cwnd_cnt 1 of 10).
+        let ack = p.next_ack();
+        assert_eq!((ack.ack, p.now), (11_000, ms(610)));
+        assert_eq!(window(&p), (10, 10, 0, 0, CaState::Open));
+        let s = p.linux();
+        assert_eq!((s.tlp_high_seq, s.stats.fast_recoveries), (None, 0));
+    }
+
+    // --- Open / Disorder: the RACK reorder window ------------------------------------------
+
+    /// A 2-segment download whose first segment travels `late_ms` longer than the second.
+    /// The client's SYN leaves at 0, the server's SYN-ACK at 50 ms; the request reaches the
+    /// server at 150 ms (handshake RTT sample 100 ms) and both segments leave.
+    fn reordered_download(late_ms: u64) -> crate::tcp::harness::Pair {
+        let tcp = TcpConfig {
+            rack: true,
+            ..plain_tcp()
+        };
+        let mut p = reno(tcp, AppConfig::File { size_bytes: 2_000 });
+        p.delay_data(0, 1, SimDuration::from_ms(late_ms));
+        p
+    }
+
+    #[test]
+    fn disorder_sack_of_a_later_segment_arms_the_reorder_timer_for_the_window_left() {
+        // 250 ms: segment 1 is SACKed. RACK: segment 0 left at the same instant with a
+        // lower sequence, so it was sent "before"; with no reordering seen and 1 < 3
+        // segments SACKed, reo_wnd = min_rtt/4 = 25 ms. It is lost at 150 + RACK.rtt 100 +
+        // 25 = 275 ms: 25 ms left, + Linux's 2 ms timer slack → the timer at 277 ms.
+        let mut p = reordered_download(10);
+        let ack = p.next_ack();
+        assert_eq!((ack.ack, ack.n_sack, p.now), (0, 1, ms(250)));
+        let s = p.linux();
+        assert_eq!(s.xmit_timer, Some((ms(277), XmitTimer::Reo)));
+        assert_eq!((s.ca_state, s.sb.lost_out), (CaState::Disorder, 0));
+        // 260 ms: segment 0 arrived after all (10 ms late): nothing was retransmitted.
+        let ack = p.next_ack();
+        assert_eq!((ack.ack, p.now), (2_000, ms(260)));
+        let s = p.linux();
+        assert_eq!((s.ca_state, s.stats.retrans_segs), (CaState::Open, 0));
+        assert_eq!(s.xmit_timer, None);
+    }
+
+    #[test]
+    fn disorder_reorder_timer_expiry_marks_the_hole_lost_and_enters_recovery() {
+        // Segment 0 is 60 ms late (its ACK would come at 310 ms). At 277 ms the timer
+        // finds it 2 ms past its RACK deadline: lost. Recovery with ssthresh 10/2 = 5 and
+        // PRR fed one delivered segment: in_flight = 2 − 1 − 1 = 0 < 5, sndcnt =
+        // min(5 − 0, max(1 − 0, 1)) = 1, cwnd = 0 + 1 = 1: the retransmission.
+        let mut p = reordered_download(60);
+        p.run_until(ms(278));
+        assert_eq!(window(&p), (1, 5, 1, 1, CaState::Recovery));
+        let s = p.linux();
+        assert_eq!((s.stats.fast_recoveries, s.stats.retrans_segs), (1, 1));
+        assert_eq!(p.sent.last(), Some(&(ms(277), 0, true)));
+    }
+}

@@ -547,3 +547,159 @@ impl Sender {
 
 /// Linux `sysctl_tcp_reordering`.
 const DUPTHRESH_SYSCTL: u32 = 3;
+
+#[cfg(test)]
+mod tests {
+    //! The CA-state machine against hand-worked numbers, grouped by the state the behaviour
+    //! starts in. The fixtures (`tcp::harness`): a Linux Reno sender (ssthresh = cwnd/2)
+    //! with 1000-byte segments and IW 10 on a 100 ms round trip without serialization, its
+    //! receiver ACKing every segment at once, so a flight's ACKs arrive together and are
+    //! processed one by one. A bulk sender's handshake ends at 100 ms (RTT sample 100 ms:
+    //! RTO = srtt + max(2·100, 200) ms = 300 ms) and segments 0..9 leave then.
+    use crate::cc::{CaState, INFINITE_SSTHRESH};
+    use crate::engine::time::SimDuration;
+    use crate::scenario::{AppConfig, TcpConfig};
+    use crate::tcp::harness::{ms, plain_tcp, reno, window};
+
+    // --- Disorder ----------------------------------------------------------------------
+
+    #[test]
+    fn disorder_third_dupack_enters_recovery_and_prr_paces_the_reduction() {
+        // Segment 0 is lost. RFC 6675 marking (rack = false): the 3rd dupACK makes it
+        // lost. Reno's ssthresh = 10/2 = 5, RecoverFS (Linux prior_cwnd) = 10. in_flight =
+        // packets_out − sacked − lost + retransmitted. Per RFC 6937, while pipe > ssthresh:
+        // sndcnt = ⌈prr_delivered · 5 / 10⌉ − prr_out; else min(ssthresh − pipe,
+        // max(prr_delivered − prr_out, delivered)) (+1 only if snd_una advanced).
+        let mut p = reno(plain_tcp(), AppConfig::Bulk);
+        p.lose(0, 1);
+        // dupACK 1 (SACK 1): Disorder; in_flight 9 < cwnd 10 sends segment 10 (limited
+        // transmit in Linux's accounting); dupACK 2 likewise sends segment 11.
+        p.next_ack();
+        assert_eq!(window(&p), (10, INFINITE_SSTHRESH, 0, 0, CaState::Disorder));
+        p.next_ack();
+        assert_eq!(p.linux().snd_nxt, 12_000);
+        // dupACK 3 (SACK 1-3): segment 0 lost. prr_delivered = 1; in_flight = 12 − 3 − 1
+        // = 8 > 5: sndcnt = ⌈1 · 5/10⌉ − 0 = 1, cwnd = 8 + 1 = 9: the retransmission.
+        p.next_ack();
+        assert_eq!(window(&p), (9, 5, 1, 1, CaState::Recovery));
+        assert_eq!(p.linux().stats.retrans_segs, 1);
+        // Each further dupACK delivers one segment; (in_flight before sending, sndcnt):
+        // 4: 12−4−1+1 = 8, ⌈10/10⌉ − 1 = 0 → cwnd 8, nothing sent;
+        // 5: 7, ⌈15/10⌉ − 1 = 1 → cwnd 8, segment 12 sent (prr_out 2);
+        // 6: 13−6−1+1 = 7, ⌈20/10⌉ − 2 = 0 → cwnd 7;
+        // 7: 6, ⌈25/10⌉ − 2 = 1 → cwnd 7, segment 13 sent (prr_out 3);
+        // 8: 14−8−1+1 = 6, ⌈30/10⌉ − 3 = 0 → cwnd 6;
+        // 9: 5 = ssthresh, so the slow-start reduction bound: min(5 − 5, …) = 0 → cwnd 5.
+        let expect = [
+            (8, 2, 1),
+            (8, 3, 2),
+            (7, 4, 2),
+            (7, 5, 3),
+            (6, 6, 3),
+            (5, 7, 3),
+        ];
+        for (i, &(cwnd, delivered, out)) in expect.iter().enumerate() {
+            p.next_ack();
+            assert_eq!(
+                window(&p),
+                (cwnd, 5, delivered, out, CaState::Recovery),
+                "dupACK {}",
+                i + 4
+            );
+        }
+        assert_eq!(p.linux().snd_nxt, 14_000);
+        // A round trip later segments 10 and 11 are SACKed: in_flight 14−10−1+1 = 4 < 5,
+        // sndcnt = min(5 − 4, max(8 − 3, 1)) = 1 each time: cwnd 5, segments 14 and 15.
+        p.next_ack();
+        assert_eq!(window(&p), (5, 5, 8, 4, CaState::Recovery));
+        p.next_ack();
+        assert_eq!(window(&p), (5, 5, 9, 5, CaState::Recovery));
+        // The retransmission's ACK covers 0..11 = high_seq: recovery ends with cwnd =
+        // ssthresh (no undo: the retransmission was needed) and Reno's congestion
+        // avoidance, cwnd_cnt 1 of 5, leaves it at 5.
+        let ack = p.next_ack();
+        assert_eq!(ack.ack, 12_000);
+        let s = p.linux();
+        assert_eq!((s.w.cwnd, s.w.ssthresh, s.ca_state), (5, 5, CaState::Open));
+        assert_eq!((s.stats.fast_recoveries, s.stats.undos), (1, 0));
+        assert_eq!(p.now, ms(300));
+    }
+
+    // --- Recovery ------------------------------------------------------------------------
+
+    #[test]
+    fn recovery_partial_ack_keeps_reducing_and_a_dsack_then_undoes_it() {
+        // Segment 0 is only late (10 ms): 1..9 arrive first, so at 200 ms the sender goes
+        // through the recovery of the test above (cwnd 5, ssthresh 5, prr_delivered 7,
+        // prr_out 3, segments 10..13 sent, one retransmission).
+        let tcp = TcpConfig {
+            dsack: true,
+            ..plain_tcp()
+        };
+        let mut p = reno(tcp, AppConfig::Bulk);
+        p.delay_data(0, 1, SimDuration::from_ms(10));
+        p.run_until(ms(201));
+        assert_eq!(window(&p), (5, 5, 7, 3, CaState::Recovery));
+        // 210 ms: the original's ACK (0..9) is partial (high_seq = 12 000). Recovery goes
+        // on (no timestamps to prove it spurious); PRR: prr_delivered 8, in_flight = 4
+        // (10..13) < 5, sndcnt = min(5 − 4, max(8 − 3, 1) + 1) = 1: cwnd 5, segment 14.
+        let ack = p.next_ack();
+        assert_eq!((ack.ack, p.now), (10_000, ms(210)));
+        assert_eq!(window(&p), (5, 5, 8, 4, CaState::Recovery));
+        // 300 ms: segment 10's ACK is partial too (prr_delivered 9, cwnd 5), segment 11's
+        // reaches high_seq: recovery ends, cwnd = ssthresh = 5.
+        p.next_ack();
+        assert_eq!(window(&p), (5, 5, 9, 5, CaState::Recovery));
+        let ack = p.next_ack();
+        assert_eq!(ack.ack, 12_000);
+        assert_eq!((p.linux().w.cwnd, p.linux().ca_state), (5, CaState::Open));
+        // The retransmission arrived as a duplicate: its D-SACK accounts for the one
+        // retransmission (undo_retrans 1 → 0), so the reduction was spurious (RFC 2883,
+        // Linux tcp_try_undo_dsack): cwnd = max(5, prior_cwnd 10) = 10, ssthresh back to
+        // its value before the recovery (infinite).
+        let ack = p.next_ack();
+        assert_eq!((ack.ack, ack.n_sack), (12_000, 1));
+        let s = p.linux();
+        assert_eq!((s.w.cwnd, s.w.ssthresh), (10, INFINITE_SSTHRESH));
+        assert_eq!((s.stats.undos, s.ca_state), (1, CaState::Open));
+    }
+
+    // --- Loss ----------------------------------------------------------------------------
+
+    #[test]
+    fn loss_frto_new_data_acked_after_the_timeout_undoes_it() {
+        // The ACKs of segments 0..9 are held 300 ms (they arrive at 500 ms): the RTO fires
+        // at 100 + 300 = 400 ms. tcp_enter_loss: every segment lost, ssthresh = 10/2 = 5,
+        // cwnd = in_flight + 1 = 1, F-RTO on; segment 0 is retransmitted.
+        let tcp = TcpConfig {
+            frto: true,
+            ..plain_tcp()
+        };
+        let mut p = reno(tcp, AppConfig::Bulk);
+        for nth in 1..=10 {
+            p.delay_ack(nth, SimDuration::from_ms(300));
+        }
+        p.run_until(ms(401));
+        assert_eq!(window(&p).0, 1);
+        assert_eq!(
+            (p.linux().w.ssthresh, p.linux().ca_state),
+            (5, CaState::Loss)
+        );
+        assert_eq!(p.linux().stats.rto_count, 1);
+        // RFC 5682 step 2: the first ACK (segment 0: the retransmitted one) advances
+        // snd_una: slow start makes cwnd 2 and F-RTO sends two new segments (10, 11)
+        // instead of retransmitting.
+        let ack = p.next_ack();
+        assert_eq!((ack.ack, p.now), (1_000, ms(500)));
+        assert_eq!((p.linux().w.cwnd, p.linux().snd_nxt), (2, 12_000));
+        assert_eq!(p.linux().stats.retrans_segs, 1);
+        // Step 3: the next ACK covers segment 1, never retransmitted: the timeout was
+        // spurious. Undo: cwnd = max(2, prior_cwnd 10) = 10, ssthresh infinite again,
+        // Open; then the ACK's own slow-start step: 11.
+        p.next_ack();
+        let s = p.linux();
+        assert_eq!((s.w.cwnd, s.w.ssthresh), (11, INFINITE_SSTHRESH));
+        assert_eq!((s.ca_state, s.stats.undos), (CaState::Open, 1));
+        assert_eq!(s.stats.retrans_segs, 1);
+    }
+}

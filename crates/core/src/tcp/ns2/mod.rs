@@ -34,6 +34,8 @@
 //! Linux receiver looks like ns-2's `TCPSink`).
 pub mod agent;
 pub mod fack;
+#[cfg(test)]
+mod multiple_drops;
 pub mod reno;
 pub mod rtt;
 pub mod sack1;
