@@ -47,8 +47,6 @@ pub struct EmuCounters {
 #[derive(Debug)]
 pub struct DirModel {
     link: Link,
-    /// Start of the measurement: outages, traces and series count from here.
-    origin: SimTime,
     interval: SimDuration,
     next_sample: SimTime,
     prev_area: u128,
@@ -64,7 +62,6 @@ impl DirModel {
         let interval = SimDuration::from_ns(interval_ns);
         DirModel {
             link: Link::from_config(name, cfg, seed),
-            origin: SimTime::ZERO,
             interval,
             next_sample: SimTime::ZERO + interval,
             prev_area: 0,
@@ -104,7 +101,6 @@ impl DirModel {
         self.link.set_origin(now);
         self.counters = EmuCounters::default();
         self.series = DirSeries::default();
-        self.origin = now;
         self.next_sample = now + self.interval;
         self.prev_area = 0;
         self.prev_bytes = 0;
@@ -149,11 +145,6 @@ impl DirModel {
     /// The simulator's counters for this direction.
     pub fn stats(&self) -> &LinkStats {
         &self.link.stats
-    }
-
-    /// Start of the measurement.
-    pub fn origin(&self) -> SimTime {
-        self.origin
     }
 }
 

@@ -168,7 +168,7 @@ impl Sender {
             } else {
                 0
             };
-            self.fastretrans_alert(now, prior_snd_una, num_dupack, &mut flag, &mut rexmit);
+            self.fastretrans_alert(now, num_dupack, &mut flag, &mut rexmit);
         }
         if flag.set_xmit_timer {
             self.set_xmit_timer(now);

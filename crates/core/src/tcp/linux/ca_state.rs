@@ -10,10 +10,9 @@ use crate::net::packet::Packet;
 use crate::tcp::linux::ack::AckFlagSet;
 use crate::tcp::linux::rtt::RTO_MAX;
 use crate::tcp::linux::scoreboard::segflags::*;
-use crate::tcp::linux::sender::{Rexmit, Sender, XmitTimer};
+use crate::tcp::linux::sender::{Rexmit, Sender, XmitTimer, DUPTHRESH};
 
 impl Sender {
-    /// Linux `tcp_set_ca_state`.
     /// Linux `tcp_set_ca_state`: the controller hears every call (also Loss → Loss on a
     /// repeated RTO) while the view still shows the old state.
     pub(crate) fn set_ca_state(&mut self, now: SimTime, s: CaState) {
@@ -146,9 +145,6 @@ impl Sender {
     fn try_undo_recovery(&mut self, now: SimTime) -> bool {
         if self.may_undo() {
             self.undo_cwnd_reduction(now, false);
-            if self.ca_state == CaState::Loss {
-                // nothing extra
-            }
         } else if self.rack.reo_wnd_persist > 0 {
             self.rack.reo_wnd_persist -= 1;
         }
@@ -306,12 +302,10 @@ impl Sender {
     pub(crate) fn fastretrans_alert(
         &mut self,
         now: SimTime,
-        prior_snd_una: u64,
         num_dupack: u32,
         flag: &mut AckFlagSet,
         rexmit: &mut Rexmit,
     ) {
-        let _ = prior_snd_una;
         if self.sb.is_empty() && self.reno_sacked > 0 {
             self.reno_sacked = 0;
         }
@@ -466,8 +460,8 @@ impl Sender {
         }
         self.w.cwnd = self.in_flight() + 1;
         self.w.cwnd_cnt = 0;
-        if self.ca_state <= CaState::Disorder && self.sacked_out() >= DUPTHRESH_SYSCTL {
-            self.reordering = self.reordering.min(DUPTHRESH_SYSCTL);
+        if self.ca_state <= CaState::Disorder && self.sacked_out() >= DUPTHRESH {
+            self.reordering = self.reordering.min(DUPTHRESH);
         }
         self.set_ca_state(now, CaState::Loss);
         self.high_seq = self.snd_nxt;
@@ -517,7 +511,7 @@ impl Sender {
     /// RACK reorder timer (Linux `tcp_rack_reo_timeout`).
     pub(crate) fn on_reo_timeout(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         let prior_in_flight = self.in_flight();
-        let timeout = self.rack_detect_loss(now);
+        self.rack_detect_loss(now);
         if prior_in_flight != self.in_flight() {
             if self.ca_state != CaState::Recovery {
                 self.enter_recovery(now, false);
@@ -538,15 +532,11 @@ impl Sender {
             self.transmit(now, out);
         }
         // Linux re-arms only the RTO here; a later ACK re-arms the reorder timer if needed.
-        let _ = timeout;
         if !matches!(self.xmit_timer, Some((_, XmitTimer::Rto))) {
             self.rearm_rto(now);
         }
     }
 }
-
-/// Linux `sysctl_tcp_reordering`.
-const DUPTHRESH_SYSCTL: u32 = 3;
 
 #[cfg(test)]
 mod tests {

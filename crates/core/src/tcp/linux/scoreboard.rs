@@ -107,12 +107,6 @@ impl Scoreboard {
         self.segs.is_empty()
     }
 
-    /// Segment number holding byte `seq`.
-    #[inline]
-    pub fn seg_no(&self, seq: u64) -> u64 {
-        seq / self.mss
-    }
-
     /// First byte of segment `no`.
     #[inline]
     pub fn seq_of(&self, no: u64) -> u64 {
@@ -141,12 +135,6 @@ impl Scoreboard {
     fn at(&mut self, no: u64) -> &mut Seg {
         let i = (no - self.front) as usize;
         &mut self.segs[i]
-    }
-
-    /// Last byte + 1 of segment `no`.
-    #[inline]
-    pub fn end_of(&self, no: u64) -> u64 {
-        self.seq_of(no) + self.get(no).map_or(self.mss, |s| s.len as u64)
     }
 
     // --- transmission-order list -------------------------------------------------------
@@ -233,10 +221,6 @@ impl Scoreboard {
     #[inline]
     pub fn next_lost(&self) -> Option<u64> {
         self.lost_q.first().copied()
-    }
-
-    pub fn lost_waiting(&self) -> usize {
-        self.lost_q.len()
     }
 
     // --- acknowledgments ---------------------------------------------------------------
