@@ -151,9 +151,10 @@ impl DirModel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tcplab_core::engine::rng::SimRng;
-    use tcplab_core::net::link::{stream_name, ErrorModel, QueueLimit};
-    use tcplab_core::scenario::{LossConfig, QueueConfig, RatePoint};
+    use tcplab_core::net::topology::Topology;
+    use tcplab_core::scenario::{
+        AccessConfig, BottleneckConfig, LossConfig, QueueConfig, RatePoint, ScenarioConfig,
+    };
 
     fn dir(rate_bps: u64, delay_ms: u64, limit_pkts: u64) -> DirConfig {
         DirConfig {
@@ -248,26 +249,47 @@ mod tests {
 
     #[test]
     fn per_uses_the_simulator_error_stream() {
-        // Same seed and name: the emulator drops exactly the packets the simulator's link
-        // with the same substream would drop.
-        let mut cfg = dir(1_000_000_000, 0, 1_000_000);
-        cfg.per = 0.05;
-        let mut m = DirModel::new("l", &cfg, 9, 1000 * MS);
-        let mut sim = Link::new(
-            "l",
-            1_000_000_000,
-            SimDuration::ZERO,
-            QueueLimit::Packets(1_000_000),
-            ErrorModel {
-                per: 0.05,
-                ber: 0.0,
-            },
-            SimRng::substream(9, &stream_name("l", "errors")),
-        );
-        for i in 0..10_000u64 {
-            let a = m.offer(SimTime(i * MS), 1500, false) == Verdict::Dropped(Admission::ErrorDrop);
-            let b = sim.admit(SimTime(i * MS), 1500, false) == Admission::ErrorDrop;
-            assert_eq!(a, b, "packet {i}");
+        // Same seed and link name: the emulator drops exactly the packets the simulator's
+        // link of that scenario drops (common random numbers), for PER and burst loss.
+        let mut per = dir(1_000_000_000, 0, 1_000_000);
+        per.per = 0.05;
+        let mut ge = per.clone();
+        ge.loss = Some(LossConfig::GilbertElliott {
+            p_gb: 0.01,
+            p_bg: 0.2,
+            loss_good: 0.0,
+            loss_bad: 0.5,
+        });
+        for cfg in [per, ge] {
+            let scenario = ScenarioConfig {
+                name: String::new(),
+                seed: 9,
+                duration_ns: 1,
+                interval_ns: 1,
+                bottleneck: Some(BottleneckConfig {
+                    forward: cfg.clone(),
+                    reverse: cfg.clone(),
+                }),
+                path: None,
+                access: AccessConfig {
+                    rate_bps: 1_000_000_000,
+                    delay_ns: 0,
+                    queue_pkts: None,
+                },
+                flows: vec![],
+            };
+            let mut topo = Topology::build(&scenario, &[], &[]);
+            let sim = &mut topo.links[topo.bottleneck_fwd as usize];
+            let mut m = DirModel::new("bottleneck.forward", &cfg, 9, 1000 * MS);
+            let mut drops = 0;
+            for i in 0..10_000u64 {
+                let emu = m.offer(SimTime(i * MS), 1500, false);
+                let simulated = sim.admit(SimTime(i * MS), 1500, false);
+                let lost = emu == Verdict::Dropped(Admission::ErrorDrop);
+                assert_eq!(lost, simulated == Admission::ErrorDrop, "packet {i}");
+                drops += lost as u32;
+            }
+            assert!(drops > 100, "{drops} drops");
         }
     }
 

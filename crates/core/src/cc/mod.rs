@@ -394,40 +394,30 @@ mod tests {
         assert_eq!(w.cwnd_cnt, 0);
     }
 
+    /// The error of building `name` with `given` parameters.
+    fn build_error(name: &str, given: &BTreeMap<String, f64>) -> String {
+        let init = FlowInit {
+            mss: 1448,
+            initial_window: 10,
+        };
+        let built = build(name, given, &init, &mut SimRng::substream(0, "x"));
+        built.err().expect("an error").0
+    }
+
     #[test]
     fn unknown_parameter_is_rejected_with_allowed_list() {
         let mut given = BTreeMap::new();
         given.insert("alpah".to_string(), 2.0);
-        let e = build(
-            "cubic",
-            &given,
-            &FlowInit {
-                mss: 1448,
-                initial_window: 10,
-            },
-            &mut SimRng::substream(0, "x"),
-        )
-        .err()
-        .unwrap();
+        let e = build_error("cubic", &given);
         assert!(
-            e.0.starts_with("cca_params.alpah: unknown parameter for cubic; allowed: "),
+            e.starts_with("cca_params.alpah: unknown parameter for cubic; allowed: "),
             "{e}"
         );
     }
 
     #[test]
     fn unknown_algorithm_lists_the_catalogue() {
-        let e = build(
-            "cubik",
-            &BTreeMap::new(),
-            &FlowInit {
-                mss: 1448,
-                initial_window: 10,
-            },
-            &mut SimRng::substream(0, "x"),
-        )
-        .err()
-        .unwrap();
-        assert!(e.0.contains("allowed: reno, newreno, cubic"), "{e}");
+        let e = build_error("cubik", &BTreeMap::new());
+        assert!(e.contains("allowed: reno, newreno, cubic"), "{e}");
     }
 }

@@ -427,7 +427,8 @@ impl ScenarioConfig {
 mod tests {
     use super::*;
 
-    fn base() -> String {
+    /// A minimal valid scenario (the validation tests' too).
+    pub(super) fn base() -> String {
         r#"{"duration_ns": 1000000000,
             "bottleneck": {
               "forward": {"rate_bps": 4000000, "delay_ns": 1000, "queue": {"limit_pkts": 10}},

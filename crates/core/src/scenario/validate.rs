@@ -480,17 +480,8 @@ fn delivery_trace(p: &str, t: &DeliveryTraceConfig) -> Result<(), ConfigError> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::base;
     use super::*;
-
-    fn base() -> String {
-        r#"{"duration_ns": 1000000000,
-            "bottleneck": {
-              "forward": {"rate_bps": 4000000, "delay_ns": 1000, "queue": {"limit_pkts": 10}},
-              "reverse": {"rate_bps": 4000000, "delay_ns": 1000, "queue": {"limit_pkts": 10}}},
-            "access": {"rate_bps": 1000000000, "delay_ns": 100000},
-            "flows": [{"cca": "reno", "app": {"kind": "bulk"}}]}"#
-            .to_string()
-    }
 
     fn check(text: &str) -> Result<ScenarioConfig, ConfigError> {
         let c = ScenarioConfig::from_json(text)?;

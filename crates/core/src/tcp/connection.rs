@@ -116,7 +116,7 @@ impl AnySender {
     /// Payload bytes per full segment.
     pub fn mss(&self) -> u32 {
         match self {
-            AnySender::Linux(s) => s.cfg.mss,
+            AnySender::Linux(s) => s.cfg.tcp.mss_bytes,
             AnySender::Ns2(s) => s.mss(),
         }
     }
@@ -186,6 +186,23 @@ pub struct Connection {
     pub(crate) scheduled: [[Option<SimTime>; 4]; 2],
 }
 
+impl Connection {
+    fn new(spec: &ConnSpec<'_>, sender: AnySender, receiver: Receiver) -> Connection {
+        Connection {
+            cca: spec.cca.to_string(),
+            start: spec.start,
+            app: spec.app,
+            // ns-2's agents talk to ns-2's sink, whose ACKs the receiver's are rewritten to.
+            ns2_sink: matches!(sender, AnySender::Ns2(_)),
+            sender,
+            receiver,
+            flow: spec.flow as u32,
+            leg: spec.leg as u8,
+            scheduled: [[None; 4]; 2],
+        }
+    }
+}
+
 /// What one connection is made of.
 pub struct ConnSpec<'a> {
     /// Index of the user flow (for error messages and random substream names).
@@ -239,23 +256,18 @@ pub fn build(seed: u64, spec: &ConnSpec<'_>) -> Result<Connection, ConfigError> 
     let cc = cc::build(spec.cca, spec.cca_params, &init, &mut rng)
         .map_err(|e| ConfigError(format!("{}.{}", spec.field, e.0)))?;
     let scfg = SenderConfig {
-        mss: t.mss_bytes,
-        sack,
-        dsack: t.dsack && sack,
-        timestamps: t.timestamps,
-        initial_window: t.initial_window_pkts,
-        frto: t.frto,
-        rack: t.rack && sack,
-        tlp: t.tlp && sack,
-        pacing: t.pacing,
-        tso: t.tso,
-        slow_start_after_idle: t.slow_start_after_idle,
+        tcp: TcpConfig {
+            sack,
+            dsack: t.dsack && sack,
+            rack: t.rack && sack,
+            tlp: t.tlp && sack,
+            fack: t.fack && sack,
+            ecn,
+            ..t.clone()
+        },
         app: spec.app,
         relay: spec.relay_sender,
-        ecn,
         ecn_always_ect: cc_needs_ecn,
-        prr: t.prr,
-        fack: t.fack && sack,
     };
     let rcfg = ReceiverConfig {
         mss: t.mss_bytes,
@@ -281,17 +293,7 @@ pub fn build(seed: u64, spec: &ConnSpec<'_>) -> Result<Connection, ConfigError> 
         sender.ts_offset = ts_rng.below(1 << 32) * 1_000_000;
         receiver.ts_offset = ts_rng.below(1 << 32) * 1_000_000;
     }
-    Ok(Connection {
-        cca: spec.cca.to_string(),
-        start: spec.start,
-        app: spec.app,
-        sender: AnySender::Linux(sender),
-        receiver,
-        flow: spec.flow as u32,
-        leg: spec.leg as u8,
-        ns2_sink: false,
-        scheduled: [[None; 4]; 2],
-    })
+    Ok(Connection::new(spec, AnySender::Linux(sender), receiver))
 }
 
 /// A connection running an ns-2 agent, with a receiver that behaves as ns-2's `TCPSink`
@@ -330,15 +332,5 @@ fn ns2_conn(
     };
     let mut receiver = Receiver::new(id, rcfg);
     receiver.relay_limit = spec.relay_limit;
-    Ok(Connection {
-        cca: spec.cca.to_string(),
-        start: spec.start,
-        app: spec.app,
-        sender: AnySender::Ns2(agent),
-        receiver,
-        flow: spec.flow as u32,
-        leg: spec.leg as u8,
-        ns2_sink: true,
-        scheduled: [[None; 4]; 2],
-    })
+    Ok(Connection::new(spec, AnySender::Ns2(agent), receiver))
 }

@@ -110,7 +110,7 @@ impl Sender {
             flag.snd_una_advanced = true;
             self.retransmits = 0;
         }
-        if self.cfg.timestamps && p.ts_ecr != 0 {
+        if self.cfg.tcp.timestamps && p.ts_ecr != 0 {
             // Linux tcp_parse_aligned_timestamp: TSecr is brought back to our own clock.
             let ecr = p.ts_ecr.saturating_sub(self.ts_offset).max(1);
             self.rcv_tsecr = ecr;
@@ -123,7 +123,7 @@ impl Sender {
             flag.win_update = true;
         }
         self.snd_wnd = p.wnd;
-        flag.ece = self.cfg.ecn && p.has(pflags::ECE);
+        flag.ece = self.cfg.tcp.ecn && p.has(pflags::ECE);
 
         let mut rs = RateSample {
             prior_in_flight,
@@ -155,7 +155,7 @@ impl Sender {
         if flag.ece {
             self.rate.delivered_ce += self.rate.delivered - before_clean;
         }
-        if self.cfg.rack {
+        if self.cfg.tcp.rack {
             self.rack.update_reo_wnd(flag.dsacking_ack, false);
         }
         if self.tlp_high_seq.is_some() {
@@ -215,7 +215,7 @@ impl Sender {
             self.rate.app_limited_until = self.w.app_limited;
             return;
         }
-        if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) && !self.cfg.prr {
+        if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) && !self.cfg.tcp.prr {
             // RFC 6675 §5: cwnd = ssthresh for the whole recovery; pipe limits sending.
             self.w.cwnd = self.w.ssthresh.max(1);
         } else if matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
@@ -261,11 +261,11 @@ impl Sender {
             first = 1;
             let d = blocks[0];
             flag.dsacking_ack = true;
-            if self.cfg.dsack {
+            if self.cfg.tcp.dsack {
                 self.on_dsack(d.start, d.end, prior_snd_una, flag);
             }
         }
-        let mss = self.cfg.mss as u64;
+        let mss = self.cfg.tcp.mss_bytes as u64;
         for b in &blocks[first..] {
             if b.end <= self.snd_una.max(prior_snd_una)
                 || b.start >= self.snd_nxt
@@ -282,7 +282,7 @@ impl Sender {
             };
             let high_seq = self.high_seq;
             let min_rtt = self.min_rtt();
-            let rack_on = self.cfg.rack;
+            let rack_on = self.cfg.tcp.rack;
             let mut newly = std::mem::take(&mut self.scratch_segs);
             newly.clear();
             let n = self.sb.sack(start_no, end_no, |no, seg| {
@@ -311,15 +311,9 @@ impl Sender {
                 self.rate.delivered += 1;
                 // A SACKed segment feeds the rate sample once; the cumulative ACK that later
                 // covers it skips it (its SACKED flag stands for Linux's cleared stamp).
-                let mut stamp = stamp;
-                self.rate.on_delivered(
-                    &mut stamp,
-                    tx_time,
-                    end_seq,
-                    fl & EVER_RETRANS != 0,
-                    true,
-                    rs,
-                );
+                let (mut stamp, retrans) = (stamp, fl & EVER_RETRANS != 0);
+                self.rate
+                    .on_delivered(&mut stamp, tx_time, end_seq, retrans, true, rs);
             }
             self.scratch_segs = newly;
         }
@@ -331,12 +325,12 @@ impl Sender {
         if self.tlp_high_seq.is_some() && self.tlp_retrans {
             // The probe's D-SACK: original and probe both arrived.
             if let Some(h) = self.tlp_high_seq {
-                if end == h || end + self.cfg.mss as u64 >= h {
+                if end == h || end + self.cfg.tcp.mss_bytes as u64 >= h {
                     flag.dsack_tlp = true;
                 }
             }
         }
-        let mss = self.cfg.mss as u64;
+        let mss = self.cfg.tcp.mss_bytes as u64;
         let first = start / mss;
         let last = end.div_ceil(mss);
         for no in first..last {
@@ -378,15 +372,15 @@ impl Sender {
         let mut last_ackt: Option<SimTime> = None;
         let mut pkts_acked: u32 = 0;
         let is_sack = self.is_sack();
-        let rack_on = self.cfg.rack;
+        let rack_on = self.cfg.tcp.rack;
         let min_rtt = self.min_rtt();
-        let tsecr = if self.cfg.timestamps && p.ts_ecr != 0 {
+        let tsecr = if self.cfg.tcp.timestamps && p.ts_ecr != 0 {
             p.ts_ecr.saturating_sub(self.ts_offset).max(1)
         } else {
             0
         };
         let high_seq = self.high_seq;
-        let mss = self.cfg.mss as u64;
+        let mss = self.cfg.tcp.mss_bytes as u64;
         if new_una > self.snd_una {
             // Segments wholly below the new cumulative ACK.
             let new_front = if new_una >= self.snd_nxt {
@@ -422,15 +416,9 @@ impl Sender {
                     }
                 }
                 if fl & SACKED == 0 {
-                    let mut stamp = stamp;
-                    self.rate.on_delivered(
-                        &mut stamp,
-                        tx_time,
-                        end_seq,
-                        fl & EVER_RETRANS != 0,
-                        false,
-                        rs,
-                    );
+                    let (mut stamp, retrans) = (stamp, fl & EVER_RETRANS != 0);
+                    self.rate
+                        .on_delivered(&mut stamp, tx_time, end_seq, retrans, false, rs);
                 }
                 flag.data_acked = true;
             }
@@ -560,7 +548,7 @@ impl Sender {
     /// `tcp_packet_delayed`): the echoed timestamp predates the first retransmission.
     pub(crate) fn packet_delayed(&self) -> bool {
         match self.retrans_stamp {
-            Some(rs) => self.cfg.timestamps && self.rcv_tsecr != 0 && self.rcv_tsecr < rs.ns(),
+            Some(rs) => self.cfg.tcp.timestamps && self.rcv_tsecr != 0 && self.rcv_tsecr < rs.ns(),
             None => false,
         }
     }
@@ -576,7 +564,7 @@ impl Sender {
             self.rtt.srtt(),
         );
         let rack = self.rack.clone();
-        let mss = self.cfg.mss as u64;
+        let mss = self.cfg.tcp.mss_bytes as u64;
         let front = self.sb.front();
         let (lost, wait) = self.sb.rack_walk(
             |no, seg| {

@@ -55,7 +55,7 @@ impl Sender {
         self.prr.enter();
         self.sync_view(now);
         self.w.ssthresh = self.cc.on_congestion_event(&mut self.w, kind);
-        if self.cfg.ecn {
+        if self.cfg.tcp.ecn {
             self.ecn_queue_cwr = true;
         }
     }
@@ -217,28 +217,22 @@ impl Sender {
     /// RFC 6675 IsLost marking used when RACK is off: every un-SACKed segment with at least
     /// DupThresh SACKed segments above it is lost.
     fn dupthresh_mark_lost(&mut self) {
-        let Some(boundary) = self.sb.dupthresh_boundary(self.reordering) else {
-            return;
-        };
-        let mut no = self.sb.front().max(self.dupthresh_scan);
-        while no < boundary {
-            if let Some(s) = self.sb.get(no) {
-                if !s.has(SACKED) && !s.has(LOST) && self.sb.mark_lost(no) {
-                    self.lost_total += 1;
-                }
-            }
-            no += 1;
+        if let Some(boundary) = self.sb.dupthresh_boundary(self.reordering) {
+            self.mark_lost_below(boundary);
         }
-        self.dupthresh_scan = self.dupthresh_scan.max(boundary);
     }
 
     /// FACK (Mathis & Mahdavi 1996; Linux < 4.15 with `tcp_fack`): everything un-SACKed more
     /// than `reordering` segments below the forward-most SACKed segment is lost.
     fn fack_mark_lost(&mut self) {
-        let Some(fack_end) = self.sb.highest_sacked_end() else {
-            return;
-        };
-        let boundary = fack_end.saturating_sub(self.reordering as u64);
+        if let Some(fack_end) = self.sb.highest_sacked_end() {
+            self.mark_lost_below(fack_end.saturating_sub(self.reordering as u64));
+        }
+    }
+
+    /// Mark every un-SACKed segment below segment `boundary` lost, scanning each segment
+    /// once over the connection (`dupthresh_scan`).
+    fn mark_lost_below(&mut self, boundary: u64) {
         let mut no = self.sb.front().max(self.dupthresh_scan);
         while no < boundary {
             if let Some(s) = self.sb.get(no) {
@@ -258,9 +252,9 @@ impl Sender {
         }
         if !self.is_sack() {
             self.newreno_mark_lost(flag.snd_una_advanced);
-        } else if self.cfg.fack {
+        } else if self.cfg.tcp.fack {
             self.fack_mark_lost();
-        } else if self.cfg.rack {
+        } else if self.cfg.tcp.rack {
             if !self.rack.advanced {
                 return;
             }
@@ -288,14 +282,14 @@ impl Sender {
         }
         // Classic rule, only without RACK: more than DupThresh dupACK-equivalents (FACK:
         // the forward-most SACK is more than DupThresh segments above snd_una).
-        if self.cfg.fack && self.is_sack() {
+        if self.cfg.tcp.fack && self.is_sack() {
             let fackets = self
                 .sb
                 .highest_sacked_end()
                 .map_or(0, |e| e - self.sb.front());
             return fackets > self.reordering as u64;
         }
-        !self.cfg.rack && self.is_sack() && self.sacked_out() + 1 > self.reordering
+        !self.cfg.tcp.rack && self.is_sack() && self.sacked_out() + 1 > self.reordering
     }
 
     /// Linux `tcp_fastretrans_alert`: process an unusual ACK.
@@ -328,7 +322,7 @@ impl Sender {
                         return;
                     }
                     self.end_cwnd_reduction(now);
-                    if self.cfg.rack {
+                    if self.cfg.tcp.rack {
                         self.rack.update_reo_wnd(false, true);
                     }
                 }
@@ -436,7 +430,7 @@ impl Sender {
     fn enter_loss(&mut self, now: SimTime) {
         let new_recovery = self.ca_state < CaState::Recovery;
         // Mark every un-SACKed segment lost (RACK: except recently sent ones but the head).
-        let rack_on = self.cfg.rack;
+        let rack_on = self.cfg.tcp.rack;
         let rack = self.rack.clone();
         let n = self.sb.mark_all_lost(|_, seg| {
             rack_on
@@ -466,7 +460,7 @@ impl Sender {
         self.set_ca_state(now, CaState::Loss);
         self.high_seq = self.snd_nxt;
         self.tlp_high_seq = None;
-        self.frto = self.cfg.frto && (new_recovery || self.retransmits > 0);
+        self.frto = self.cfg.tcp.frto && (new_recovery || self.retransmits > 0);
     }
 
     /// Retransmission timeout (Linux `tcp_retransmit_timer`).

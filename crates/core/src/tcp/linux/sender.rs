@@ -14,7 +14,7 @@ use crate::engine::minmax::WindowedMin;
 use crate::engine::stats::{LogHistogram, TimeWeighted};
 use crate::engine::time::{serialization_time, SimDuration, SimTime};
 use crate::net::packet::{self, Packet, PacketKind, SYN_OPTION_BYTES};
-use crate::scenario::AppConfig;
+use crate::scenario::{AppConfig, TcpConfig};
 use crate::tcp::connection::TimerSlot;
 use crate::tcp::linux::rate::RateSampler;
 use crate::tcp::linux::rtt::{RttEstimator, RTO_FALLBACK, RTO_INIT, RTO_MAX};
@@ -33,30 +33,15 @@ pub const REQUEST_BYTES: u32 = 100;
 /// Per-connection options of the sender.
 #[derive(Debug, Clone)]
 pub struct SenderConfig {
-    pub mss: u32,
-    pub sack: bool,
-    pub dsack: bool,
-    pub timestamps: bool,
-    pub initial_window: u32,
-    pub frto: bool,
-    pub rack: bool,
-    pub tlp: bool,
-    pub pacing: bool,
-    /// Paced skbs hold several segments (TSO/GSO); false: one segment each.
-    pub tso: bool,
-    pub slow_start_after_idle: bool,
+    /// The flow's TCP options as in effect: SACK-based ones (D-SACK, RACK, TLP, FACK) off
+    /// without SACK, `ecn` as negotiated.
+    pub tcp: TcpConfig,
     pub app: AppConfig,
     /// The data comes from a relay (a split-TCP PEP): it is supplied as it arrives
     /// (`supply`) instead of being available from the start.
     pub relay: bool,
-    /// ECN negotiated (RFC 3168).
-    pub ecn: bool,
     /// ECT on retransmissions too (Linux `tcp_ca_needs_ecn`, i.e. DCTCP).
     pub ecn_always_ect: bool,
-    /// PRR during reductions; false: RFC 6675 (cwnd = ssthresh, send while pipe < cwnd).
-    pub prr: bool,
-    /// FACK loss marking (un-SACKed data more than DupThresh below the highest SACK).
-    pub fack: bool,
 }
 
 /// Connection state (RFC 793 names) as far as the data sender needs them.
@@ -211,8 +196,8 @@ pub struct Sender {
 
 impl Sender {
     pub fn new(flow: u32, cfg: SenderConfig, cc: Cc) -> Sender {
-        let mut w = Window::new(cfg.initial_window, cfg.mss);
-        w.pacing = cfg.pacing || cc.has_cong_control();
+        let mut w = Window::new(cfg.tcp.initial_window_pkts, cfg.tcp.mss_bytes);
+        w.pacing = cfg.tcp.pacing || cc.has_cong_control();
         let app_total = match cfg.app {
             AppConfig::Bulk | AppConfig::Cbr { .. } => u64::MAX,
             AppConfig::File { size_bytes } => size_bytes,
@@ -220,7 +205,7 @@ impl Sender {
         let app_end = if cfg.relay { 0 } else { app_total };
         Sender {
             flow,
-            sb: Scoreboard::new(cfg.mss),
+            sb: Scoreboard::new(cfg.tcp.mss_bytes),
             cfg,
             cc,
             w,
@@ -275,7 +260,7 @@ impl Sender {
 
     #[inline]
     pub(crate) fn is_sack(&self) -> bool {
-        self.cfg.sack
+        self.cfg.tcp.sack
     }
 
     /// Linux `tcp_packets_in_flight` (with the non-SACK dupACK emulation).
@@ -298,7 +283,7 @@ impl Sender {
     }
 
     pub fn ssthresh_bytes(&self) -> u64 {
-        self.w.ssthresh as u64 * self.cfg.mss as u64
+        self.w.ssthresh as u64 * self.cfg.tcp.mss_bytes as u64
     }
 
     /// All of the application's data has been acknowledged.
@@ -359,7 +344,7 @@ impl Sender {
         Packet {
             flow: self.flow,
             kind,
-            ts_val: if self.cfg.timestamps {
+            ts_val: if self.cfg.tcp.timestamps {
                 (now.ns() + self.ts_offset).max(1)
             } else {
                 0
@@ -372,7 +357,7 @@ impl Sender {
         let mut p = self.header(PacketKind::Data, now);
         p.seq = seq;
         p.len = len;
-        p.wire_bytes = Packet::wire_size(len, self.cfg.timestamps, 0);
+        p.wire_bytes = Packet::wire_size(len, self.cfg.tcp.timestamps, 0);
         if retrans {
             p.flags |= packet::flags::RETRANS;
         }
@@ -383,7 +368,7 @@ impl Sender {
         }
         // Linux tcp_ecn_send: new data is ECT and carries a queued CWR; retransmissions are
         // not ECT unless the algorithm needs ECN (RFC 3168 §6.1.5).
-        if self.cfg.ecn {
+        if self.cfg.tcp.ecn {
             if !retrans {
                 p.flags |= packet::flags::ECT;
                 if self.ecn_queue_cwr {
@@ -399,7 +384,7 @@ impl Sender {
 
     pub(crate) fn control_packet(&self, now: SimTime, kind: PacketKind) -> Packet {
         let mut p = self.header(kind, now);
-        let ts = if self.cfg.timestamps {
+        let ts = if self.cfg.tcp.timestamps {
             packet::TS_OPTION_BYTES
         } else {
             0
@@ -505,7 +490,7 @@ impl Sender {
         // Linux refreshes sk_pacing_rate (tcp_update_pacing_rate) only for modules without
         // cong_control; one that owns cwnd and sets no rate (TCP Wave, whose burst timer
         // replaces rate pacing) leaves it at ~0U, i.e. unpaced.
-        if self.cfg.pacing && !self.cc.has_cong_control() {
+        if self.cfg.tcp.pacing && !self.cc.has_cong_control() {
             let r = self.w.linux_pacing_rate_bytes();
             return (r > 0).then_some(r);
         }
@@ -516,7 +501,7 @@ impl Sender {
     /// 1 ms of data at the pacing rate (`sk_pacing_shift` 10), plus 64 KB halved per 512 µs
     /// of min RTT (`tcp_tso_rtt_log` 9), at most 64 KB, at least the module's minimum.
     fn tso_segs(&self, rate_bytes: u64) -> u32 {
-        if !self.cfg.tso {
+        if !self.cfg.tcp.tso {
             return 1;
         }
         let min_rtt_us = self.min_rtt().map(|m| m.us());
@@ -619,7 +604,7 @@ impl Sender {
         if self.snd_nxt >= self.app_end {
             return false;
         }
-        let len = (self.app_end - self.snd_nxt).min(self.cfg.mss as u64) as u32;
+        let len = (self.app_end - self.snd_nxt).min(self.cfg.tcp.mss_bytes as u64) as u32;
         if self.snd_nxt + len as u64 > self.snd_una + self.snd_wnd {
             return false;
         }
@@ -643,7 +628,9 @@ impl Sender {
 
     /// Linux `tcp_slow_start_after_idle_check` + `tcp_cwnd_restart`.
     fn idle_restart(&mut self, now: SimTime) {
-        if !self.cfg.slow_start_after_idle || self.cc.has_cong_control() || self.data_segs_out == 0
+        if !self.cfg.tcp.slow_start_after_idle
+            || self.cc.has_cong_control()
+            || self.data_segs_out == 0
         {
             return;
         }
@@ -780,7 +767,7 @@ impl Sender {
 
     /// Linux `tcp_schedule_loss_probe`: arm a TLP at 2·SRTT (+ slack) if allowed.
     pub(crate) fn schedule_loss_probe(&mut self, now: SimTime, advancing_rto: bool) -> bool {
-        if !self.cfg.tlp
+        if !self.cfg.tcp.tlp
             || self.sb.is_empty()
             || !self.is_sack()
             || !matches!(self.ca_state, CaState::Open | CaState::Cwr)
@@ -905,23 +892,15 @@ mod tests {
         )
         .unwrap();
         let cfg = SenderConfig {
-            mss: 1000,
-            sack: true,
-            dsack: true,
-            timestamps: true,
-            initial_window: 10,
-            frto: true,
-            rack: true,
-            tlp: true,
-            pacing,
-            tso: true,
-            slow_start_after_idle: true,
+            tcp: TcpConfig {
+                mss_bytes: 1000,
+                initial_window_pkts: 10,
+                pacing,
+                ..TcpConfig::default()
+            },
             app: AppConfig::File { size_bytes },
             relay: false,
-            ecn: false,
             ecn_always_ect: false,
-            prr: true,
-            fack: false,
         };
         let mut s = Sender::new(0, cfg, cc);
         let mut out = vec![];
