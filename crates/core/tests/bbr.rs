@@ -13,14 +13,10 @@ use common::*;
 /// BDP = 4e6 · 0.5004 / (1500 · 8) = 166.8 packets; buffer 2 × BDP = 333.
 fn geo(cca: &'static str, per: f64) -> Spec {
     Spec {
-        rtt_ms: 500.4,
-        rate_bps: 4_000_000,
-        return_rate_bps: 4_000_000,
         queue_pkts: 333,
         duration_s: 600,
         per,
-        cca,
-        ..Default::default()
+        ..Spec::geo(cca)
     }
 }
 

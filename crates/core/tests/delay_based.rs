@@ -13,13 +13,9 @@ use tcplab_core::scenario::{ScenarioConfig, TcpConfig};
 
 fn geo(cca: &'static str, duration_s: u64) -> Spec {
     Spec {
-        rtt_ms: 500.4,
-        rate_bps: 4_000_000,
-        return_rate_bps: 4_000_000,
         queue_pkts: 334,
         duration_s,
-        cca,
-        ..Default::default()
+        ..Spec::geo(cca)
     }
 }
 
@@ -256,13 +252,9 @@ fn illinois_keeps_a_small_buffer_busier_than_reno_but_not_emptier() {
     // ≈ 0.66·34·58/70 = 18.6 packets — Illinois does *not* lower the queueing delay; it
     // uses delay only to shape α and β, and still fills the buffer until a loss.
     let spec = |cca| Spec {
-        rtt_ms: 500.4,
-        rate_bps: 4_000_000,
-        return_rate_bps: 4_000_000,
         queue_pkts: 34,
         duration_s: 600,
-        cca,
-        ..Default::default()
+        ..Spec::geo(cca)
     };
     let reno = run(&spec("reno"));
     let ill = run(&spec("illinois"));
@@ -289,14 +281,10 @@ fn illinois_treats_random_loss_without_queueing_gently() {
     // 8.66/√p, 7× more (the link allows 13× Reno's ≈ 0.29 Mbit/s). Recovery and the
     // window threshold (Reno rules below 15 packets) cost part of it; we require ≥ 3×.
     let spec = |cca| Spec {
-        rtt_ms: 500.4,
-        rate_bps: 4_000_000,
-        return_rate_bps: 4_000_000,
         queue_pkts: 167,
         per: 1e-2,
         duration_s: 600,
-        cca,
-        ..Default::default()
+        ..Spec::geo(cca)
     };
     let reno = run(&spec("reno")).flows[0].goodput_bps;
     let ill = run(&spec("illinois")).flows[0].goodput_bps;

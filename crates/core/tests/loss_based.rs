@@ -339,14 +339,10 @@ fn hybla_fills_a_lossy_geo_link_where_reno_is_loss_limited() {
     // is √200 ≈ 14 times Reno's (≈ 540 packets) — far above the 167-packet BDP: it is
     // capacity-limited, ≥ 90 % of the 3.861 Mbit/s payload rate.
     let spec = |cca| Spec {
-        rtt_ms: 500.4,
-        rate_bps: 4_000_000,
-        return_rate_bps: 4_000_000,
         queue_pkts: 167,
         per: 1e-3,
         duration_s: 600,
-        cca,
-        ..Default::default()
+        ..Spec::geo(cca)
     };
     let reno = run(&spec("reno")).flows[0].goodput_bps;
     let hybla = run(&spec("hybla")).flows[0].goodput_bps;
@@ -366,14 +362,10 @@ fn westwood_loses_much_less_goodput_than_reno_under_1pct_random_loss() {
     // what was flowing, so a loss costs only the PRR dip of the recovery itself, not half
     // the window. We require ≥ 3× Reno's goodput.
     let spec = |cca| Spec {
-        rtt_ms: 500.4,
-        rate_bps: 4_000_000,
-        return_rate_bps: 4_000_000,
         queue_pkts: 167,
         per: 1e-2,
         duration_s: 600,
-        cca,
-        ..Default::default()
+        ..Spec::geo(cca)
     };
     let reno = run(&spec("reno")).flows[0].goodput_bps;
     let westwood = run(&spec("westwood")).flows[0].goodput_bps;
@@ -397,13 +389,9 @@ fn westwood_sets_cwnd_to_the_pipe_size_after_a_congestion_loss() {
     // cwnd restarts from ~48; Reno growth (2 packets/s) brings it back above the BDP only
     // after ~70 s, so we look from 100 s on (the next losses: Westwood ~407 s, Reno ~298 s).
     let spec = |cca| Spec {
-        rtt_ms: 500.4,
-        rate_bps: 4_000_000,
-        return_rate_bps: 4_000_000,
         queue_pkts: 334,
         duration_s: 450,
-        cca,
-        ..Default::default()
+        ..Spec::geo(cca)
     };
     let lowest_cwnd_after_100s = |r: &api::RunResult| {
         r.series.flows[0].cwnd_bytes[100..]

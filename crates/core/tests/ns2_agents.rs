@@ -80,24 +80,7 @@ fn slow_start_overflow_sack_agents_resend_only_what_was_lost() {
 /// 3 ms bottleneck with a 64-packet DropTail queue, `window_` 128 packets, 11 s.
 fn goodput_ns2_scenario(cca: &str, mss: u32) -> tcplab_core::scenario::ScenarioConfig {
     use tcplab_core::scenario::*;
-    let dir = DirConfig {
-        rate_bps: 100_000_000,
-        delay_ns: 3_000_000,
-        per: 0.0,
-        ber: 0.0,
-        queue: QueueConfig {
-            kind: "droptail".into(),
-            limit_pkts: Some(64),
-            limit_bytes: None,
-            red: None,
-            codel: None,
-        },
-        ecn_threshold_pkts: None,
-        loss: None,
-        outages: Vec::new(),
-        rate_trace: None,
-        delivery_trace: None,
-    };
+    let dir = DirConfig::droptail(100_000_000, 3_000_000, 64);
     ScenarioConfig {
         name: format!("goodput-ns2 {cca} {mss}"),
         seed: 1,
@@ -213,17 +196,7 @@ fn ns2_agents_conserve_bytes_under_heavy_loss_and_finish_files() {
                 "{cca}"
             );
         }
-        let drops: u64 = sim
-            .topo
-            .links
-            .iter()
-            .map(|l| l.stats.queue_drops + l.stats.error_drops)
-            .sum();
-        assert_eq!(
-            sim.counters.created,
-            sim.counters.delivered + drops + sim.packets_on_links(),
-            "{cca}"
-        );
+        common::assert_conservation(&sim);
     }
 }
 

@@ -2,6 +2,7 @@
 //! at full utilization (Alizadeh et al. 2010), LEDBAT holds TARGET of queuing delay alone
 //! and yields to loss-based TCP (RFC 6817).
 mod common;
+use common::bulk_flow;
 use tcplab_core::engine::time::SimTime;
 use tcplab_core::scenario::*;
 use tcplab_core::sim::Simulation;
@@ -24,22 +25,8 @@ fn path(
 ) -> ScenarioConfig {
     let one_way = rtt_ns / 2 - 2 * access_delay_ns;
     let dir = |k| DirConfig {
-        rate_bps,
-        delay_ns: one_way,
-        per: 0.0,
-        ber: 0.0,
-        queue: QueueConfig {
-            kind: "droptail".into(),
-            limit_pkts: Some(buffer_pkts),
-            limit_bytes: None,
-            red: None,
-            codel: None,
-        },
         ecn_threshold_pkts: k,
-        loss: None,
-        outages: Vec::new(),
-        rate_trace: None,
-        delivery_trace: None,
+        ..DirConfig::droptail(rate_bps, one_way, buffer_pkts)
     };
     ScenarioConfig {
         name: "cc_e".into(),
@@ -57,21 +44,6 @@ fn path(
             queue_pkts: None,
         },
         flows,
-    }
-}
-
-fn flow(cca: &str, ecn: bool, start_ns: u64) -> FlowConfig {
-    FlowConfig {
-        cca: cca.into(),
-        cca_params: Default::default(),
-        start_ns,
-        app: AppConfig::Bulk,
-        tcp: TcpConfig {
-            ecn,
-            ..Default::default()
-        },
-        access: None,
-        pep: None,
     }
 }
 
@@ -182,7 +154,7 @@ fn dctcp_holds_the_queue_near_k_at_full_utilization_where_reno_oscillates_or_fil
     // ≈ A/√12 ≈ 2.1, and it never empties (Q_min > 0): utilization 1.
     let bdp = GBPS as f64 * DC_RTT_NS as f64 / 1e9 / WIRE_BITS;
     let (a, q_min, q_max) = dctcp_model(bdp, K as f64, 1.0);
-    let d = dc_probe(vec![flow("dctcp", false, 0)], Some(K));
+    let d = dc_probe(vec![bulk_flow("dctcp", false, 0)], Some(K));
     let (mean, std) = (d.mean(), d.std());
     let (p5, p95) = (d.quantile(0.05), d.quantile(0.95));
     eprintln!(
@@ -211,7 +183,7 @@ fn dctcp_holds_the_queue_near_k_at_full_utilization_where_reno_oscillates_or_fil
     // Reno + ECN halves on the first mark per window: from W = BDP + K = 103 to 52 < BDP,
     // the queue drains and the link idles for ~31 RTTs of the ~51-RTT cycle; utilization
     // ≤ 1 − 31·(1 − (52+83)/2/83)/51 ≈ 0.89 (less when a window is cut twice).
-    let r = dc_probe(vec![flow("reno", true, 0)], Some(K));
+    let r = dc_probe(vec![bulk_flow("reno", true, 0)], Some(K));
     eprintln!(
         "reno+ecn: util {:.4} queue mean {:.2} std {:.2} p5 {} p95 {} drops {}",
         r.util,
@@ -232,7 +204,7 @@ fn dctcp_holds_the_queue_near_k_at_full_utilization_where_reno_oscillates_or_fil
 
     // Reno without ECN ignores the marking threshold and keeps a standing queue of
     // hundreds of packets in the 1000-packet buffer (its window only halves at a drop).
-    let n = dc_probe(vec![flow("reno", false, 0)], Some(K));
+    let n = dc_probe(vec![bulk_flow("reno", false, 0)], Some(K));
     eprintln!(
         "reno: util {:.4} queue mean {:.2} std {:.2} p5 {} p95 {}",
         n.util,
@@ -257,7 +229,7 @@ fn two_dctcp_flows_share_the_link_fairly() {
     // bursts; with TSO a paced sender still sends ~64 KB bursts at 1 ms RTT (Linux
     // tcp_tso_autosize), so TSO is off here, as `ethtool -K tso off gso off` would have it.
     let mk = |access_delay_ns: u64| {
-        let mut f = flow("dctcp", false, 0);
+        let mut f = bulk_flow("dctcp", false, 0);
         f.tcp.pacing = true;
         f.tcp.tso = false;
         f.access = Some(AccessConfig {
@@ -322,7 +294,7 @@ fn ledbat_probe(flows: Vec<FlowConfig>) -> Probe {
 fn ledbat_alone_fills_the_link_with_target_queuing_delay() {
     // Equilibrium: off_target = 0 ⇔ queuing delay = TARGET = 100 ms, i.e. a queue of
     // 0.1 s · 10e6 / 12000 = 83.3 packets, while the link stays busy (the buffer holds 300 ms).
-    let p = ledbat_probe(vec![flow("ledbat", false, 0)]);
+    let p = ledbat_probe(vec![bulk_flow("ledbat", false, 0)]);
     let qdelay_ms = p.mean() * WIRE_BITS / 10e6 * 1e3;
     eprintln!(
         "ledbat alone: util {:.4} queue {:.2} pkts = {qdelay_ms:.1} ms, std {:.2}, p5 {} p95 {} drops {}",
@@ -350,7 +322,10 @@ fn ledbat_yields_to_reno_and_cubic() {
     // MIN_CWND = 2 packets per RTT ≥ 50 + 125 ms: ≤ 2·1448·8/0.175 = 132 kbit/s.
     let bound = 2.0 * 1448.0 * 8.0 / 0.175;
     for other in ["reno", "cubic"] {
-        let p = ledbat_probe(vec![flow("ledbat", false, 0), flow(other, false, 0)]);
+        let p = ledbat_probe(vec![
+            bulk_flow("ledbat", false, 0),
+            bulk_flow(other, false, 0),
+        ]);
         let (l, o) = (p.goodput[0], p.goodput[1]);
         eprintln!(
             "ledbat vs {other}: {l:.0} vs {o:.0} bit/s (share {:.4}), util {:.4}, queue {:.1}",

@@ -20,13 +20,9 @@ fn lossless_link_with_bdp_queue_is_fully_utilized_by_reno_and_cubic() {
     // GEO path: 4 Mbit/s, 500.4 ms RTT; BDP = 4e6·0.5004/12000 = 166.8 packets, queue 167.
     for cca in ["reno", "cubic"] {
         let r = run(&Spec {
-            rtt_ms: 500.4,
-            rate_bps: 4_000_000,
-            return_rate_bps: 4_000_000,
             queue_pkts: 167,
             duration_s: 300,
-            cca,
-            ..Default::default()
+            ..Spec::geo(cca)
         });
         let u = r.links[0].utilization;
         assert!(u >= 0.95, "{cca}: utilization {u}");
@@ -154,16 +150,7 @@ fn bytes_and_packets_are_conserved_under_heavy_loss() {
         assert!(rx.stats.bytes_delivered <= f.sender.stats().bytes_sent);
         f.sender.linux().expect("linux flow").sb.check_invariants();
     }
-    let drops: u64 = sim
-        .topo
-        .links
-        .iter()
-        .map(|l| l.stats.queue_drops + l.stats.error_drops)
-        .sum();
-    assert_eq!(
-        sim.counters.created,
-        sim.counters.delivered + drops + sim.packets_on_links()
-    );
+    assert_conservation(&sim);
     assert!(sim.topo.links[0].stats.error_drops > 0 && sim.topo.links[0].stats.queue_drops > 0);
 }
 

@@ -31,14 +31,10 @@ const S: u64 = 1_000_000_000;
 /// GEO path, 2×BDP buffer: BDP = 4e6 · 0.5004 / 12000 = 166.8 packets → 334.
 fn geo(cca: &'static str, per: f64, duration_s: u64) -> Spec {
     Spec {
-        rtt_ms: 500.4,
-        rate_bps: 4_000_000,
-        return_rate_bps: 4_000_000,
         queue_pkts: 334,
         duration_s,
         per,
-        cca,
-        ..Default::default()
+        ..Spec::geo(cca)
     }
 }
 

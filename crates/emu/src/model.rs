@@ -153,28 +153,11 @@ mod tests {
     use super::*;
     use tcplab_core::net::topology::Topology;
     use tcplab_core::scenario::{
-        AccessConfig, BottleneckConfig, LossConfig, QueueConfig, RatePoint, ScenarioConfig,
+        AccessConfig, BottleneckConfig, LossConfig, RatePoint, ScenarioConfig,
     };
 
     fn dir(rate_bps: u64, delay_ms: u64, limit_pkts: u64) -> DirConfig {
-        DirConfig {
-            rate_bps,
-            delay_ns: delay_ms * 1_000_000,
-            per: 0.0,
-            ber: 0.0,
-            queue: QueueConfig {
-                kind: "droptail".into(),
-                limit_pkts: Some(limit_pkts),
-                limit_bytes: None,
-                red: None,
-                codel: None,
-            },
-            ecn_threshold_pkts: None,
-            loss: None,
-            outages: vec![],
-            rate_trace: None,
-            delivery_trace: None,
-        }
+        DirConfig::droptail(rate_bps, delay_ms * 1_000_000, limit_pkts)
     }
 
     const MS: u64 = 1_000_000;

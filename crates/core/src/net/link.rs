@@ -810,29 +810,14 @@ mod tests {
 #[cfg(test)]
 mod model_tests {
     use super::*;
-    use crate::scenario::{CodelConfig, DeliveryTraceConfig, QueueConfig, RatePoint, RedConfig};
+    use crate::scenario::{CodelConfig, DeliveryTraceConfig, RatePoint, RedConfig};
 
     const MS: u64 = 1_000_000;
 
     fn dir(kind: &str) -> DirConfig {
-        DirConfig {
-            rate_bps: 4_000_000,
-            delay_ns: 250 * MS,
-            per: 0.0,
-            ber: 0.0,
-            queue: QueueConfig {
-                kind: kind.into(),
-                limit_pkts: Some(1000),
-                limit_bytes: None,
-                red: None,
-                codel: None,
-            },
-            ecn_threshold_pkts: None,
-            loss: None,
-            outages: Vec::new(),
-            rate_trace: None,
-            delivery_trace: None,
-        }
+        let mut d = DirConfig::droptail(4_000_000, 250 * MS, 1000);
+        d.queue.kind = kind.into();
+        d
     }
 
     fn arrives(a: Admission) -> Option<u64> {

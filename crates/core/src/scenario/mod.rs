@@ -190,6 +190,31 @@ pub struct DirConfig {
     pub delivery_trace: Option<DeliveryTraceConfig>,
 }
 
+impl DirConfig {
+    /// A direction of `rate_bps` and `delay_ns` with a DropTail queue of `limit_pkts` and
+    /// nothing else (no loss, marking, outage or trace).
+    pub fn droptail(rate_bps: u64, delay_ns: u64, limit_pkts: u64) -> DirConfig {
+        DirConfig {
+            rate_bps,
+            delay_ns,
+            per: 0.0,
+            ber: 0.0,
+            queue: QueueConfig {
+                kind: "droptail".into(),
+                limit_pkts: Some(limit_pkts),
+                limit_bytes: None,
+                red: None,
+                codel: None,
+            },
+            ecn_threshold_pkts: None,
+            loss: None,
+            outages: Vec::new(),
+            rate_trace: None,
+            delivery_trace: None,
+        }
+    }
+}
+
 /// The bottleneck link: forward (data) and reverse (ACK) directions.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
