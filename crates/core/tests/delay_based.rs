@@ -300,14 +300,8 @@ fn lp_yields_to_reno_and_cubic_on_a_shared_bottleneck() {
     // timestamps without per-connection random offsets (Linux tcp_timestamps = 2); see
     // `lp_with_random_timestamp_offsets_stops_yielding_after_its_first_cut`.
     let base = Spec {
-        rtt_ms: 50.0,
-        rate_bps: 10_000_000,
-        return_rate_bps: 10_000_000,
-        queue_pkts: 84,
-        duration_s: 120,
-        cca: "lp",
         tcp: no_ts_offsets(),
-        ..Default::default()
+        ..lp_path("lp", 120)
     };
     for other in ["reno", "cubic"] {
         let r = run_config(with_competitor(&base, other));
@@ -328,14 +322,8 @@ fn lp_alone_is_held_back_by_its_own_queue_as_tcp_lp_c_is() {
     // falls below the lagging sowd, both of which look like more congestion. Alone on the
     // path LP therefore uses only a few per cent of it, where Reno fills it.
     let spec = |cca| Spec {
-        rtt_ms: 50.0,
-        rate_bps: 10_000_000,
-        return_rate_bps: 10_000_000,
-        queue_pkts: 84,
-        duration_s: 60,
-        cca,
         tcp: no_ts_offsets(),
-        ..Default::default()
+        ..lp_path(cca, 60)
     };
     let lp = run(&spec("lp"));
     let reno = run(&spec("reno"));
@@ -352,15 +340,7 @@ fn lp_with_random_timestamp_offsets_stops_yielding_after_its_first_cut() {
     // range as large as the random offset, after which no delay rise ever crosses 15 % of
     // it. LP then behaves like Reno: it fills an empty link and shares a busy one roughly
     // evenly instead of yielding.
-    let base = Spec {
-        rtt_ms: 50.0,
-        rate_bps: 10_000_000,
-        return_rate_bps: 10_000_000,
-        queue_pkts: 84,
-        duration_s: 120,
-        cca: "lp",
-        ..Default::default()
-    };
+    let base = lp_path("lp", 120);
     assert!(base.tcp.random_ts_offset, "Linux default");
     let alone = run(&base);
     assert!(
@@ -371,6 +351,19 @@ fn lp_with_random_timestamp_offsets_stops_yielding_after_its_first_cut() {
     let r = run_config(with_competitor(&base, "reno"));
     let (lp, reno) = (r.flows[0].goodput_bps, r.flows[1].goodput_bps);
     assert!(lp > 0.3 * reno, "lp {lp} vs reno {reno}");
+}
+
+/// TCP-LP's path: 10 Mbit/s, RTT 50 ms (BDP 42 packets), a 2×BDP queue of 84.
+fn lp_path(cca: &'static str, duration_s: u64) -> Spec {
+    Spec {
+        rtt_ms: 50.0,
+        rate_bps: 10_000_000,
+        return_rate_bps: 10_000_000,
+        queue_pkts: 84,
+        duration_s,
+        cca,
+        ..Default::default()
+    }
 }
 
 fn no_ts_offsets() -> TcpConfig {

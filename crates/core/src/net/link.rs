@@ -353,18 +353,7 @@ impl Link {
         };
         let end = start + serialization_time(wire_bytes as u64, self.rate_bps);
         self.busy_until = end;
-        if start > now {
-            self.waiting.push_back((start, wire_bytes));
-            self.waiting_bytes += wire_bytes as u64;
-            self.stats.q_pkts.set(now.ns(), self.waiting.len() as u64);
-            self.stats.q_bytes.set(now.ns(), self.waiting_bytes);
-        }
-        self.stats.packets_tx += 1;
-        self.stats.bytes_tx += wire_bytes as u64;
-        if ce {
-            // Counted only for packets that enter the queue (a full queue drops instead).
-            self.stats.ecn_marks += 1;
-        }
+        self.enter_service(now, start, wire_bytes, ce);
         if !self.errors.is_lossless() {
             let p = self.errors.packet_error_prob(wire_bytes);
             if self.rng.bernoulli(p) {
@@ -375,6 +364,24 @@ impl Link {
         Admission::Arrives {
             at: end + self.delay,
             ce,
+        }
+    }
+
+    /// An analytic link admitted a packet of `wire_bytes` at `now` whose service starts at
+    /// `start`: it waits until then, and it counts as transmitted (and CE-marked: marks
+    /// count only for packets that enter the queue; a full queue drops instead).
+    #[inline]
+    fn enter_service(&mut self, now: SimTime, start: SimTime, wire_bytes: u32, ce: bool) {
+        if start > now {
+            self.waiting.push_back((start, wire_bytes));
+            self.waiting_bytes += wire_bytes as u64;
+            self.stats.q_pkts.set(now.ns(), self.waiting.len() as u64);
+            self.stats.q_bytes.set(now.ns(), self.waiting_bytes);
+        }
+        self.stats.packets_tx += 1;
+        self.stats.bytes_tx += wire_bytes as u64;
+        if ce {
+            self.stats.ecn_marks += 1;
         }
     }
 
@@ -452,17 +459,8 @@ impl Link {
             return Admission::OutageDrop;
         }
         Self::commit(m, &plan, &mut self.busy_until);
-        if plan.start > now {
-            self.waiting.push_back((plan.start, wire_bytes));
-            self.waiting_bytes += wire_bytes as u64;
-            self.stats.q_pkts.set(now.ns(), self.waiting.len() as u64);
-            self.stats.q_bytes.set(now.ns(), self.waiting_bytes);
-        }
-        self.stats.packets_tx += 1;
-        self.stats.bytes_tx += wire_bytes as u64;
-        if ce {
-            self.stats.ecn_marks += 1;
-        }
+        self.enter_service(now, plan.start, wire_bytes, ce);
+        let m = self.model.as_deref_mut().expect("modelled link");
         if Self::lost(&mut m.loss, &self.errors, &mut self.rng, wire_bytes) {
             self.stats.error_drops += 1;
             return Admission::ErrorDrop;
