@@ -1,6 +1,7 @@
-//! The run-level API: scenario JSON in, result JSON out (see `docs/interface.md`).
-//! Used by the Python binding and the `tcplab-sim` binary. Never panics on input: invalid
-//! scenarios are errors, and an internal panic is caught and reported as an error.
+//! The run-level API: scenario JSON in, result JSON out (see `docs/interface.md`; the
+//! result types are `result`'s). Used by the Python binding and the `tcplab-sim` binary.
+//! Never panics on input: invalid scenarios are errors, and an internal panic is caught
+//! and reported as an error.
 use crate::cc;
 use crate::scenario::{ConfigError, ScenarioConfig};
 use crate::sim::Simulation;

@@ -18,10 +18,9 @@
 //!
 //! What v3 computes the same way (units, pacing rate, BDP, ACK aggregation, PROBE_RTT hold)
 //! is in `common`; this file is v1's own model. Also ported: the ACK-aggregation allowance
-//! (`extra_acked`), the long-term ("LT",
-//! policer) bandwidth estimator, the TSO quantization budget, the EDT correction of the
-//! in-flight estimate, and the kernel's fixed-point units (bandwidth in packets/µs << 24,
-//! gains << 8, time in µs and jiffies).
+//! (`extra_acked`), the long-term ("LT", policer) bandwidth estimator, the TSO quantization
+//! budget, the EDT correction of the in-flight estimate, and the kernel's fixed-point units
+//! (bandwidth in packets/µs << 24, gains << 8, time in µs and jiffies).
 //!
 //! Simulator mapping: Linux `tp->delivered_mstamp` is kept here (set when an ACK delivers
 //! data, or a flight starts from empty), `tp->app_limited` is `Window.app_limited` (written
