@@ -29,7 +29,7 @@ fn path(
         ..DirConfig::droptail(rate_bps, one_way, buffer_pkts)
     };
     ScenarioConfig {
-        name: "cc_e".into(),
+        name: "queue-targets".into(),
         seed: 1,
         duration_ns,
         interval_ns: duration_ns / 10,

@@ -18,7 +18,7 @@
 //! range reset makes the next threshold only 15 % of sowd above it. Alone on a path, the
 //! queue of its own slow-start rounds (and the delayed-ACK wait, which the receiver's TSval
 //! includes, at cwnd 1) triggers further cuts: TCP-LP then uses only a small part of an
-//! idle link (see `tests/cc_b.rs`).
+//! idle link (see `tests/delay_based.rs`).
 //!
 //! OWD in this simulator: Linux computes OWD = TSval·(TS_HZ/remote_hz) − TSecr, estimating the
 //! peer's timestamp clock rate `remote_hz` from successive TSval/TSecr pairs (EWMA 1/64),

@@ -3,7 +3,7 @@
 //! re-implemented as a sender of their own next to the Linux one.
 //!
 //! The ns-2 agents differ from Linux in kind, not in degree, so they are not congestion
-//! modules plugged into `tcp::sender`:
+//! modules plugged into `tcp::linux::sender`:
 //! - the window `cwnd_` is a float in packets: +1 per new ACK in slow start, +1/cwnd per new
 //!   ACK in congestion avoidance (`windowOption_` 1), whatever the ACK covers;
 //! - the sequence space is counted in packets; the handshake is packet 0 (`syn_` true), data
