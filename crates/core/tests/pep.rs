@@ -1,8 +1,8 @@
 //! Split-TCP PEPs, multi-segment paths and CBR traffic.
 use serde_json::json;
 use tcplab_core::api::{self, RunResult};
-use tcplab_core::config::ScenarioConfig;
-use tcplab_core::session::SessionKind;
+use tcplab_core::scenario::ScenarioConfig;
+use tcplab_core::sim::flow::FlowKind;
 use tcplab_core::sim::Simulation;
 
 fn dir(rate: u64, delay_ms: f64, per: f64, queue_pkts: u64) -> serde_json::Value {
@@ -187,11 +187,11 @@ fn backpressure_holds(cca: &str) {
     assert!(r.flows[0].legs[0].goodput_bps < 1.05 * 9.65e6, "{cca}");
     // Byte integrity along the chain: each receiver got a prefix of the stream, in order,
     // each byte once; the relay handed on exactly what it received.
-    let SessionKind::Tcp { conns, relays } = &sim.sessions[0].kind else {
+    let FlowKind::Tcp { conns, relays } = &sim.flows[0].kind else {
         panic!()
     };
-    let up = &sim.flows[conns[0] as usize];
-    let down = &sim.flows[conns[1] as usize];
+    let up = &sim.conns[conns[0] as usize];
+    let down = &sim.conns[conns[1] as usize];
     assert_eq!(up.receiver.stats.bytes_delivered, up.receiver.rcv_nxt);
     assert_eq!(relays[0].supplied, up.receiver.rcv_nxt);
     assert!(down.receiver.rcv_nxt <= relays[0].supplied);

@@ -26,7 +26,7 @@
 //! follows `rcv_nxt`: when an ACK is sent, the buffer holds the segment just received and any
 //! out-of-order data. The numbers here were checked against `tcp_probe` and
 //! `tcp_rcvbuf_grow` traces of Linux 6.18 under `tcplab emulate`.
-use crate::time::SimTime;
+use crate::engine::time::SimTime;
 
 /// Linux `tcp_rmem[1]`: the receive buffer a socket starts with.
 pub const TCP_RMEM_DEFAULT_BYTES: u64 = 131_072;

@@ -19,13 +19,13 @@
 //! The advertised window is Linux's (`RcvSpace`: receive-buffer autotuning, or a fixed
 //! SO_RCVBUF) for the Linux stack, and `rwnd` minus out-of-order data for ns-2's sink. The
 //! application reads in-order data at once.
-use crate::config::AppConfig;
-use crate::event::TimerSlot;
+use crate::engine::time::{SimDuration, SimTime};
 use crate::net::packet::{self, flags, Packet, PacketKind, SackBlock, SYN_OPTION_BYTES};
+use crate::scenario::AppConfig;
+use crate::tcp::connection::TimerSlot;
+use crate::tcp::linux::rtt::RttEstimator;
+use crate::tcp::linux::sender::REQUEST_BYTES;
 use crate::tcp::rcvbuf::{skb_truesize, RcvBufPolicy, RcvSpace};
-use crate::tcp::rtt::RttEstimator;
-use crate::tcp::sender::REQUEST_BYTES;
-use crate::time::{SimDuration, SimTime};
 use std::collections::BTreeMap;
 
 /// Linux `TCP_DELACK_MIN`.
@@ -375,7 +375,7 @@ impl Receiver {
                     return;
                 }
                 // Our FIN or its ACK was lost: send it again, backing off (RFC 6298 §5.5).
-                let rto = (self.hs_rtt.rto() * 2).min(crate::tcp::rtt::RTO_MAX);
+                let rto = (self.hs_rtt.rto() * 2).min(crate::tcp::linux::rtt::RTO_MAX);
                 self.hs_rtt.set_rto(rto);
                 self.send_fin(now, out);
             }
@@ -384,7 +384,7 @@ impl Receiver {
                     return;
                 }
                 self.hs_tries += 1;
-                let rto = (self.hs_rtt.rto() * 2).min(crate::tcp::rtt::RTO_MAX);
+                let rto = (self.hs_rtt.rto() * 2).min(crate::tcp::linux::rtt::RTO_MAX);
                 self.hs_rtt.set_rto(rto);
                 match self.state {
                     RcvState::SynSent => {
@@ -857,7 +857,7 @@ impl Receiver {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tcp::rtt::RTO_INIT;
+    use crate::tcp::linux::rtt::RTO_INIT;
 
     fn rx(delayed: bool) -> Receiver {
         let mut r = Receiver::new(
