@@ -41,13 +41,14 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from .commands import in_netns
+from ..limits import LIMITS
 from .plan import Plan
 
 LinkBackend = Literal["emu", "netem"]
 LinkChoice = Literal["auto", "emu", "netem"]
 LINK_CHOICES: Final = ("auto", "emu", "netem")
 
-MTU_BYTES: Final = 1500
+MTU_BYTES: Final = LIMITS.mtu_bytes
 ETH_HEADER_BYTES: Final = 14
 #: One full frame plus headroom: tc stores the bucket as a time in 64 ns ticks, and the
 #: rounding must not shrink it below a 1514-byte frame (tbf drops larger packets), which

@@ -410,7 +410,7 @@ def _add_peps(
                     upstream=None if mode == "transparent" else next_hop,
                     cca_upstream=sat_cca if first else fp.cca,
                     cca_downstream=fp.cca if first else sat_cca,
-                    buffer_bytes=int(pep.get("buffer_bytes", 4 * 1024 * 1024)),
+                    buffer_bytes=int(pep.get("buffer_bytes", LIMITS.default_pep_buffer_bytes)),
                 )
             )
             ingress = f"{PREFIX}s{fp.id}" if j == 0 else f"{PREFIX}e{j - 1}b"

@@ -240,16 +240,9 @@ impl CongestionControl for Bic {
     /// Linux `bictcp_cong_avoid`.
     fn cong_avoid(&mut self, w: &mut Window, acked: u32) {
         self.ensure_init(w);
-        if !w.is_cwnd_limited() {
+        let Some(acked) = w.acked_after_slow_start(acked) else {
             return;
-        }
-        let mut acked = acked;
-        if w.in_slow_start() {
-            acked = w.slow_start(acked);
-            if acked == 0 {
-                return;
-            }
-        }
+        };
         let cwnd = w.cwnd;
         self.update(w, cwnd);
         let cnt = self.cnt;

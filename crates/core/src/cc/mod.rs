@@ -249,6 +249,22 @@ impl Window {
         left
     }
 
+    /// How every Linux `cong_avoid` starts: no growth unless cwnd was the limit
+    /// (`tcp_is_cwnd_limited`); in slow start `tcp_slow_start` takes its share. Returns the
+    /// ACKed packets left for congestion avoidance, `None` if there are none.
+    #[inline]
+    pub fn acked_after_slow_start(&mut self, acked: u32) -> Option<u32> {
+        if !self.is_cwnd_limited() {
+            return None;
+        }
+        let left = if self.in_slow_start() {
+            self.slow_start(acked)
+        } else {
+            acked
+        };
+        (left > 0).then_some(left)
+    }
+
     /// Linux `tcp_cong_avoid_ai`: +1 packet per `w` packets ACKed.
     #[inline]
     pub fn cong_avoid_ai(&mut self, w: u32, acked: u32) {
@@ -380,6 +396,25 @@ mod tests {
         w.ssthresh = 12;
         assert_eq!(w.slow_start(5), 3);
         assert_eq!(w.cwnd, 12);
+    }
+
+    #[test]
+    fn congestion_avoidance_gets_what_slow_start_leaves_and_only_when_cwnd_limited() {
+        let mut w = Window::new(98, 1448);
+        w.ssthresh = 100;
+        // Not the limit (no cwnd-limited flag, 98 >= 2 x 40 in flight): no growth at all.
+        w.max_packets_out = 40;
+        assert_eq!(w.acked_after_slow_start(5), None);
+        assert_eq!(w.cwnd, 98);
+        // Limited: slow start takes 2 of 5 (to ssthresh 100), 3 are left.
+        w.cwnd_limited = true;
+        assert_eq!(w.acked_after_slow_start(5), Some(3));
+        assert_eq!(w.cwnd, 100);
+        // In congestion avoidance everything is left; in slow start below ssthresh nothing.
+        assert_eq!(w.acked_after_slow_start(4), Some(4));
+        w.ssthresh = 200;
+        assert_eq!(w.acked_after_slow_start(4), None);
+        assert_eq!(w.cwnd, 104);
     }
 
     #[test]

@@ -34,16 +34,9 @@ impl CongestionControl for Reno {
     }
 
     fn cong_avoid(&mut self, w: &mut Window, acked: u32) {
-        if !w.is_cwnd_limited() {
+        let Some(acked) = w.acked_after_slow_start(acked) else {
             return;
-        }
-        let mut acked = acked;
-        if w.in_slow_start() {
-            acked = w.slow_start(acked);
-            if acked == 0 {
-                return;
-            }
-        }
+        };
         let cwnd = w.cwnd;
         w.cong_avoid_ai(cwnd, acked);
     }

@@ -66,16 +66,9 @@ impl CongestionControl for Scalable {
 
     /// Linux `tcp_scalable_cong_avoid`.
     fn cong_avoid(&mut self, w: &mut Window, acked: u32) {
-        if !w.is_cwnd_limited() {
+        let Some(acked) = w.acked_after_slow_start(acked) else {
             return;
-        }
-        let mut acked = acked;
-        if w.in_slow_start() {
-            acked = w.slow_start(acked);
-            if acked == 0 {
-                return;
-            }
-        }
+        };
         let cnt = w.cwnd.min(self.ai_cnt);
         w.cong_avoid_ai(cnt, acked);
     }

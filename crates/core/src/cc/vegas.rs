@@ -71,16 +71,9 @@ pub const INFO: CcInfo = CcInfo {
 
 /// Linux Reno increase (`tcp_reno_cong_avoid`), used as the fallback of the Vegas family.
 pub(crate) fn reno_cong_avoid(w: &mut Window, acked: u32) {
-    if !w.is_cwnd_limited() {
+    let Some(acked) = w.acked_after_slow_start(acked) else {
         return;
-    }
-    let mut acked = acked;
-    if w.in_slow_start() {
-        acked = w.slow_start(acked);
-        if acked == 0 {
-            return;
-        }
-    }
+    };
     let cwnd = w.cwnd;
     w.cong_avoid_ai(cwnd, acked);
 }

@@ -35,6 +35,7 @@
 use crate::engine::rng::SimRng;
 use crate::engine::stats::TimeWeighted;
 use crate::engine::time::{serialization_time, SimDuration, SimTime};
+use crate::limits::MTU_BYTES;
 use crate::net::aqm::codel::{Codel, PacketQueue, Queued};
 use crate::net::aqm::red::{Red, RedVerdict};
 use crate::net::loss::GilbertElliott;
@@ -126,9 +127,6 @@ pub enum LinkOutput {
 
 /// Handle passed by `admit`, which offers a packet the caller does not track.
 const NO_PACKET: u32 = u32::MAX;
-
-/// Wire size of a full-size packet (RED's idle-time unit).
-const FULL_PACKET_BYTES: u64 = 1500;
 
 /// Queue management of a modelled link.
 #[derive(Clone, Debug)]
@@ -397,7 +395,7 @@ impl Link {
             }
     }
 
-    /// RED's idle correction: full-size packet times since the link went idle at
+    /// RED's idle correction: full-size (`MTU_BYTES`) packet times since the link went idle at
     /// `busy_until`, if it is idle at `now` with nothing waiting.
     fn idle_slots(&mut self, now: SimTime, waiting: usize) -> Option<f64> {
         if waiting > 0 || self.busy_until > now {
@@ -405,7 +403,7 @@ impl Link {
         }
         let m = self.model.as_mut()?;
         let rate = m.service.rate_at(self.busy_until, self.rate_bps);
-        let s = serialization_time(FULL_PACKET_BYTES, rate).ns();
+        let s = serialization_time(MTU_BYTES, rate).ns();
         Some(now.since(self.busy_until).ns() as f64 / s as f64)
     }
 

@@ -27,6 +27,7 @@
 //! out-of-order data. The numbers here were checked against `tcp_probe` and
 //! `tcp_rcvbuf_grow` traces of Linux 6.18 under `tcplab emulate`.
 use crate::engine::time::SimTime;
+use crate::limits::NO_WSCALE_MAX_RWND_BYTES;
 
 /// Linux `tcp_rmem[1]`: the receive buffer a socket starts with.
 pub const TCP_RMEM_DEFAULT_BYTES: u64 = 131_072;
@@ -139,7 +140,7 @@ impl RcvSpace {
         let ratio = DEFAULT_SCALING_RATIO;
         let full_space = win_from_space(ratio, rcvbuf);
         let mut clamp = if autotune {
-            65_535 << TCP_MAX_WSCALE
+            NO_WSCALE_MAX_RWND_BYTES << TCP_MAX_WSCALE
         } else {
             full_space
         };
@@ -154,7 +155,7 @@ impl RcvSpace {
         } else {
             0
         };
-        clamp = clamp.min(65_535 << wscale);
+        clamp = clamp.min(NO_WSCALE_MAX_RWND_BYTES << wscale);
         // tcp_init_buffer_space
         let maxwin = full_space;
         if clamp >= maxwin {
@@ -194,7 +195,7 @@ impl RcvSpace {
 
     /// The window of a SYN-ACK (its field is never scaled).
     pub fn syn_window(&self) -> u64 {
-        self.rcv_wnd.min(65_535)
+        self.rcv_wnd.min(NO_WSCALE_MAX_RWND_BYTES)
     }
 
     /// `rcv_rtt_est.rtt_us` in ns (0 before the first sample).
@@ -458,7 +459,7 @@ impl RcvSpace {
             new = align_up(cur, 1 << self.wscale);
         }
         self.rcv_wnd = new;
-        (new.min(65_535 << self.wscale), quick_off)
+        (new.min(NO_WSCALE_MAX_RWND_BYTES << self.wscale), quick_off)
     }
 
     /// `tcp_cleanup_rbuf`'s window update after a read: send an ACK if the window now on

@@ -13,6 +13,7 @@ use crate::cc::{
 use crate::engine::minmax::WindowedMin;
 use crate::engine::stats::{LogHistogram, TimeWeighted};
 use crate::engine::time::{serialization_time, SimDuration, SimTime};
+use crate::limits::NO_WSCALE_MAX_RWND_BYTES;
 use crate::net::packet::{self, Packet, PacketKind, SYN_OPTION_BYTES};
 use crate::scenario::{AppConfig, TcpConfig};
 use crate::tcp::connection::TimerSlot;
@@ -224,7 +225,7 @@ impl Sender {
             app_end,
             app_total,
             probes: 0,
-            snd_wnd: 65_535,
+            snd_wnd: NO_WSCALE_MAX_RWND_BYTES,
             high_seq: 0,
             undo_marker: None,
             undo_retrans: -1,
@@ -443,7 +444,7 @@ impl Sender {
     /// The window a SYN-ACK or request advertises (unscaled on the handshake: ≤ 65535).
     fn take_window(&mut self, p: &Packet) {
         if p.wnd > 0 {
-            self.snd_wnd = p.wnd.min(65_535);
+            self.snd_wnd = p.wnd.min(NO_WSCALE_MAX_RWND_BYTES);
         }
     }
 
