@@ -40,8 +40,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from .commands import in_netns
 from ..limits import LIMITS
+from .commands import in_netns
 from .plan import Plan
 
 LinkBackend = Literal["emu", "netem"]

@@ -194,7 +194,7 @@ def check_tcp_conflicts(path: str, tcp: TcpSpec, cca: str) -> None:
         raise field_error(
             f"{path}.rwnd",
             options.rwnd_bytes,
-            f"above {NO_WSCALE_MAX_RWND_BYTES} bytes{implied}, but stack = \"ns2\" turns "
+            f'above {NO_WSCALE_MAX_RWND_BYTES} bytes{implied}, but stack = "ns2" turns '
             f"window_scaling off (the window would be capped at {NO_WSCALE_MAX_RWND_BYTES} bytes)",
             f"window_scaling = true, or rwnd <= {NO_WSCALE_MAX_RWND_BYTES}",
         )
