@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 import tcplab
 from conftest import run_cli
-from tcplab import _core, cli
+from tcplab import ScenarioError, _core, cli, load_scenario
 from tcplab.catalogue import CcaParamInfo
+from tcplab.scenario.normalize import normalize
 
 
 def param(name: str, default: float, unit: str = "", help: str = "") -> CcaParamInfo:
@@ -131,3 +132,23 @@ def test_real_unknown_algorithm_through_the_cli() -> None:
     assert proc.returncode == 2
     assert proc.stdout == "" and len(proc.stderr.splitlines()) == 1
     assert proc.stderr.startswith('error: ccas NAME = "no-such-cca": unknown algorithm')
+
+
+def test_ns2_stack_reno_and_vegas_take_the_agents_parameters() -> None:
+    # on tcp.stack = "ns2", reno and vegas run ns-2's agents, which have an RTO clock
+    # (tcpTick_); Linux's reno module has no parameter at all
+    def flows(cca: str, stack: str) -> dict[str, Any]:
+        return {
+            "duration": "1s",
+            "bottleneck": {"rate": "10Mbps", "delay": "3ms"},
+            "flows": [{"cca": cca, "cca_params": {"tick": "500ms"}, "tcp": {"stack": stack}}],
+        }
+
+    for cca in ("reno", "vegas"):
+        out = normalize(load_scenario(flows(cca, "ns2")))
+        assert out["flows"][0]["cca_params"] == {"tick_ns": 500_000_000}
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(flows("reno", "linux"))
+    assert str(err.value).startswith(
+        'flows[0].cca_params.tick = "500ms": unknown parameter of reno; allowed: none'
+    )

@@ -469,3 +469,59 @@ def test_outage_drops_packets() -> None:
     # a bulk CUBIC flow has packets to send during [30 s, 32 s): some must be lost there
     assert link_out["name"] == "bottleneck.forward"
     assert link_out["outage_drops"] > 0
+
+
+# --- token-bucket policer ---------------------------------------------------------------------
+
+
+def test_policer_is_written_only_when_given_and_return_is_separate() -> None:
+    out = link(policer={"rate": "1Mbps", "burst": "30KB"})
+    # "30KB" = 30 000 bytes (decimal prefixes, as for queues and windows)
+    assert out["forward"]["policer"] == {"rate_bps": 1_000_000, "burst_bytes": 30_000}
+    assert "policer" not in out["reverse"]
+    assert "policer" not in link()["forward"]  # off by default: the JSON (and hash) unchanged
+    out = link(return_policer={"rate": "64kbps", "burst": "1500B"})
+    assert out["reverse"]["policer"] == {"rate_bps": 64_000, "burst_bytes": 1500}
+
+
+@pytest.mark.parametrize(
+    ("policer", "expected"),
+    [
+        (
+            {"rate": "1Mbps", "burst": "1KB"},
+            'bottleneck.policer.burst = "1KB": is out of range; allowed: 1500 bytes (one full '
+            "packet) ..= 1073741824 bytes",
+        ),
+        ({"burst": "30KB"}, "bottleneck.policer.rate: missing required key"),
+        ({"rate": "0bps", "burst": "30KB"}, 'bottleneck.policer.rate = "0bps": must be greater'),
+    ],
+)
+def test_policer_mistakes(policer: dict[str, Any], expected: str) -> None:
+    assert error_of(policer=policer).startswith(expected)
+
+
+def test_policed_cubic_loses_packets_to_the_policer_and_not_to_the_queue() -> None:
+    require_real_core()
+    import tcplab
+
+    raw = {
+        "duration": "30s",
+        "bottleneck": {
+            "rate": "100Mbps",
+            "delay": "14.5ms",
+            "queue": "100pkts",
+            "policer": {"rate": "1Mbps", "burst": "30KB"},
+        },
+        "flows": [{"cca": "cubic"}],
+    }
+    result = tcplab.run(load_scenario(raw))
+    forward = result.links[0]
+    # the policer, not the 100 Mbit/s line, limits the flow: every loss is a policer drop, and
+    # each is retransmitted (the last one may still be waiting when the run ends)
+    assert forward.queue_drops == 0 and forward.error_drops == 0
+    policed = forward.aqm_drops
+    assert policed is not None and policed > 100
+    assert 0 <= policed - result.flows[0].retransmits <= 1
+    # conforming bytes over 30 s are at most burst + rate x T = 30 kB + 3.75 MB
+    assert forward.bytes_tx <= 30_000 + 1_000_000 * 30 // 8
+    assert result.flows[0].goodput_bps < 1_000_000

@@ -77,9 +77,13 @@ class CcaInfo:
     feedback: str
     reference: str
     params: tuple[CcaParamInfo, ...]
+    #: `reno` and `vegas` on `tcp.stack = "ns2"` run ns-2's agents, whose parameters these are
+    ns2_params: tuple[CcaParamInfo, ...] = ()
 
-    def param_names(self) -> tuple[str, ...]:
-        return tuple(p.name for p in self.params)
+    def param_names(self, stack: str = "linux") -> tuple[str, ...]:
+        """The parameter names a flow of this algorithm accepts on TCP stack `stack`."""
+        params = self.ns2_params if stack == "ns2" and self.ns2_params else self.params
+        return tuple(p.name for p in params)
 
 
 def find_cca(catalogue: Sequence[CcaInfo], name: str) -> CcaInfo | None:
@@ -106,6 +110,7 @@ def parse_catalogue(text: str) -> tuple[CcaInfo, ...]:
             feedback=str(e.get("feedback", "")),
             reference=str(e.get("reference", "")),
             params=tuple(_param(p) for p in e.get("params", [])),
+            ns2_params=tuple(_param(p) for p in e.get("ns2_params", [])),
         )
         for e in entries
     )

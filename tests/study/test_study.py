@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd  # type: ignore[import-untyped]
 import pytest
-from conftest import render_in_chromium
+from conftest import render_in_chromium, require_real_core
 from tcplab.errors import ScenarioError
 from tcplab.present.report import write_report
 from tcplab.study.aggregate import aggregate, ci95, t975
@@ -405,3 +405,23 @@ def test_summary_names_swept_keys_by_the_shortest_unambiguous_suffix() -> None:
         "flows.1.cca": "flows.1.cca",
         "path.segments.1.rate": "rate",
     }
+
+
+def test_every_grid_point_of_every_preset_runs_briefly() -> None:
+    # a smoke run of the shipped studies: every grid point (one seed, 1 s simulated, the
+    # queue and start times as the study has them) builds and runs in the core; the goldens
+    # pin the numbers of each part's first point
+    require_real_core()
+    from tcplab.runner import run_normalized_parallel
+    from tcplab.study.presets import presets
+
+    batch = []
+    for paths in presets().values():
+        for path in paths:
+            study = load_study(path)
+            for spec in study.runs():
+                if spec.seed == study.base_seed:
+                    batch.append({**spec.normalized, "duration_ns": 10**9})
+    results = run_normalized_parallel(batch)
+    assert len(results) == len(batch) > 900
+    assert all(r.flows and r.duration_ns == 10**9 for r in results)

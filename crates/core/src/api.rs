@@ -40,7 +40,17 @@ pub fn run_json(text: &str) -> Result<String, String> {
 /// The algorithm catalogue as JSON text: each entry's name, summary, feedback, reference
 /// and parameters (name, default, unit, help), in the registry's order.
 pub fn ccas_json() -> String {
-    let v: Vec<cc::CcInfo> = cc::catalogue().collect();
+    // `ns2_params`: what `reno` and `vegas` accept on `tcp.stack = "ns2"`, where they run
+    // ns-2's agents instead of the Linux modules.
+    let v: Vec<serde_json::Value> = cc::catalogue()
+        .map(|info| {
+            let mut entry = serde_json::to_value(info).expect("catalogue serializes");
+            if let Some(p) = cc::registry::ns2_stack_params(info.name) {
+                entry["ns2_params"] = serde_json::to_value(p).expect("catalogue serializes");
+            }
+            entry
+        })
+        .collect();
     serde_json::to_string(&v).expect("catalogue serializes")
 }
 
@@ -73,6 +83,7 @@ pub fn limits_json() -> String {
         "default_pep_buffer_bytes": DEFAULT_PEP_BUFFER_BYTES,
         "min_pep_buffer_segments": MIN_PEP_BUFFER_SEGMENTS,
         "max_pep_buffer_bytes": MAX_PEP_BUFFER_BYTES,
+        "policer_burst_bytes": [POLICER_BURST_BYTES.start(), POLICER_BURST_BYTES.end()],
         "header_bytes": BASE_HEADER_BYTES,
         "timestamp_option_bytes": TS_OPTION_BYTES,
         "rto_min_ns": crate::tcp::linux::rtt::RTO_MIN.ns(),

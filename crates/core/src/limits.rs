@@ -46,3 +46,6 @@ pub const CBR_PACKET_BYTES: RangeInclusive<u32> = 1..=65_507;
 pub const DEFAULT_PEP_BUFFER_BYTES: u64 = 4 * 1024 * 1024;
 pub const MIN_PEP_BUFFER_SEGMENTS: u64 = 2;
 pub const MAX_PEP_BUFFER_BYTES: u64 = 1 << 34;
+/// A policer's bucket: it must hold one full packet (a smaller one would drop every
+/// full-size packet), and at most 1 GiB.
+pub const POLICER_BURST_BYTES: RangeInclusive<u64> = MTU_BYTES..=1 << 30;

@@ -67,6 +67,7 @@ _UNSUPPORTED: Final = {
     "outages": "outages",
     "rate_trace": "rate traces",
     "delivery_trace": "delivery traces",
+    "policer": "a token-bucket policer",
 }
 
 

@@ -243,7 +243,7 @@ def _check_flow(
                 "smaller than one segment",
                 f"at least mss ({tcp.mss_bytes} bytes)",
             )
-    _check_cca(path, flow.cca, flow.cca_params, catalogue)
+    _check_cca(path, flow.cca, flow.cca_params, catalogue, stack=flow.tcp.stack)
     if flow.pep is not None:
         _check_pep(f"{path}.pep", flow, catalogue)
 
@@ -271,7 +271,7 @@ def _check_pep(path: str, flow: FlowSpec, catalogue: Sequence[CcaInfo]) -> None:
         )
     if pep.cca is not None or pep.cca_params is not None:
         # the flow's own algorithm and parameters were checked with the flow
-        _check_cca(path, cca, params, catalogue, check_name=pep.cca is not None)
+        _check_cca(path, cca, params, catalogue, stack=tcp.stack, check_name=pep.cca is not None)
 
 
 def _check_cca(
@@ -280,6 +280,7 @@ def _check_cca(
     params: Mapping[str, bool | int | float | str],
     catalogue: Sequence[CcaInfo],
     *,
+    stack: str,
     check_name: bool = True,
 ) -> None:
     seen: dict[str, str] = {}
@@ -301,13 +302,13 @@ def _check_cca(
         if not check_name:
             return  # reported with the flow's own `cca`
         raise field_error(f"{path}.cca", cca, "unknown algorithm", ", ".join(by_name))
-    known = info.param_names()
+    known = info.param_names(stack)
     for key, value in params.items():
         core_key, _ = cca_param_entry(key, value)
         if core_key not in known:
             raise field_error(
                 f"{path}.cca_params.{key}",
                 value,
-                f"unknown parameter of {info.name}",
+                f"unknown parameter of {info.name}" + (" (ns-2 agent)" if stack == "ns2" else ""),
                 ", ".join(known) or "none",
             )

@@ -254,6 +254,24 @@ class CodelSpec(_Model):
     ecn: bool = _CODEL["ecn"]
 
 
+_BURST: Final = LIMITS.policer_burst_bytes
+
+
+class PolicerSpec(_Model):
+    """A token-bucket policer in front of the link's queue (a carrier's rate limit): packets
+    beyond `rate` plus a bucket of `burst` bytes are dropped on arrival, never queued."""
+
+    rate_bps: RateBps = Field(alias="rate", description='the policed rate such as "1Mbps"')
+    burst_bytes: Annotated[
+        SizeBytes,
+        _check(
+            lambda v: _BURST[0] <= v <= _BURST[1],
+            "is out of range",
+            f"{_BURST[0]} bytes (one full packet) ..= {_BURST[1]} bytes",
+        ),
+    ] = Field(alias="burst", description='the bucket size such as "30KB"')
+
+
 class LossSpec(_Model):
     """Gilbert-Elliott bursty loss: a good and a bad state, stepped per packet."""
 
@@ -378,6 +396,7 @@ class Direction:
     outages: tuple[tuple[int, int], ...]
     rate_trace: RateTrace | None
     delivery_trace: DeliveryTrace | None
+    policer: PolicerSpec | None
 
     def key(self, name: str) -> str:
         """The TOML key of this direction's `name` setting (`per` or `return_per`)."""
@@ -390,7 +409,8 @@ class LinkSpec(_Model):
     carries the ACKs. Return defaults: `return_rate`/`return_delay`/`return_queue` and
     `return_outages` follow the forward value (an outage takes the whole link down); the
     others (`return_per`, `return_ber`, `return_loss`, `return_ecn_threshold`, `return_aqm`,
-    the traces) are off unless written, since the ACK direction is a different channel."""
+    the traces, `return_policer`) are off unless written, since the ACK direction is a
+    different channel."""
 
     rate_bps: RateBps = Field(alias="rate", description='a rate such as "4Mbps"')
     delay_ns: DelayNs = Field(alias="delay", description='a one-way delay such as "250ms"')
@@ -420,6 +440,8 @@ class LinkSpec(_Model):
     return_rate_trace: RateTraceFile | None = None
     delivery_trace: DeliveryTraceFile | None = None
     return_delivery_trace: DeliveryTraceFile | None = None
+    policer: PolicerSpec | None = None
+    return_policer: PolicerSpec | None = None
 
     def direction(self, forward: bool) -> Direction:
         """The forward (data) or return (ACK) direction with its defaults applied."""
@@ -439,6 +461,7 @@ class LinkSpec(_Model):
                 outages=tuple(self.outages),
                 rate_trace=self.rate_trace,
                 delivery_trace=self.delivery_trace,
+                policer=self.policer,
             )
         outages = self.outages if self.return_outages is None else self.return_outages
         return Direction(
@@ -456,6 +479,7 @@ class LinkSpec(_Model):
             outages=tuple(outages),
             rate_trace=self.return_rate_trace,
             delivery_trace=self.return_delivery_trace,
+            policer=self.return_policer,
         )
 
 

@@ -4,8 +4,8 @@ The normalized form has integers in base units only (ns, bit/s, bytes), `count` 
 individual flows (numbered 0.. in file order), `"<k>bdp"` queues resolved to packets and trace
 files read into lists, so the core needs no unit, default or file logic of its own.
 
-Keys of the link and flow models that came with paths, PEPs and CBR (issue 5: `loss`,
-`outages`, `rate_trace`, `delivery_trace`, `pep`) are written only when they are in use: a
+Keys of the link and flow models that came with paths, PEPs and CBR (`loss`, `outages`,
+`rate_trace`, `delivery_trace`, `pep`) and later (`policer`) are written only when in use: a
 scenario that does not use them normalizes to exactly the JSON it did before, so its scenario
 hash (and a results database's record of it) stays the same, and older cores still run it.
 """
@@ -93,7 +93,7 @@ def direction_queue_json(direction: Direction, rtt_ns: int) -> dict[str, Any]:
 
 
 def direction_json(direction: Direction, rtt_ns: int) -> dict[str, Any]:
-    """The core's `DirConfig` (docs/interface.md); issue-5 keys only when in use."""
+    """The core's `DirConfig` (docs/interface.md); the later keys only when in use."""
     out: dict[str, Any] = {
         "rate_bps": direction.rate_bps,
         "delay_ns": direction.delay_ns,
@@ -124,6 +124,11 @@ def direction_json(direction: Direction, rtt_ns: int) -> dict[str, Any]:
             "opportunities_ns": list(trace.opportunities_ns),
             "period_ns": trace.period_ns,
             "bytes_per_opportunity": MAHIMAHI_BYTES_PER_OPPORTUNITY,
+        }
+    if direction.policer is not None:
+        out["policer"] = {
+            "rate_bps": direction.policer.rate_bps,
+            "burst_bytes": direction.policer.burst_bytes,
         }
     return out
 

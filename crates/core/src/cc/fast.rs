@@ -20,6 +20,10 @@
 //!   Linux prototype up to ~800); ns-2/ns-3 ports and class simulators use 15–100. 20 keeps
 //!   the standing queue small relative to the BDPs simulated here (e.g. 167 packets on a
 //!   4 Mbit/s GEO path) while staying far above the ±1-packet integer noise of cwnd.
+//! - **β**: ns-2's `Agent/TCP/Fast` (Cui & Andrew's module, `fast_calc_cwnd`) applies the
+//!   equation only while the backlog is below α or at least β, and holds the window in
+//!   between, a Vegas-like band; its target always adds α. β ≤ α (the default, β = α = 20)
+//!   leaves no band: the equation acts at every update, as in the papers.
 //! - **γ = 0.5**, as in the papers.
 //! - **Update every other RTT** (`update_interval_rtts` = 2): the window is held for one RTT
 //!   so that the RTT samples of the next RTT reflect the last update, as in the papers'
@@ -52,6 +56,12 @@ pub const PARAMS: &[ParamSpec] = &[
         default: 20.0,
         unit: "pkts",
         help: "packets the flow keeps queued in equilibrium (papers: 200 on Gbit/s paths)",
+    },
+    ParamSpec {
+        name: "beta",
+        default: 20.0,
+        unit: "pkts",
+        help: "hold the window while alpha <= backlog < beta (ns-2 beta_); beta <= alpha: no band",
     },
     ParamSpec {
         name: "gamma",
@@ -88,6 +98,8 @@ pub fn fast_window_update(w: f64, base_rtt: f64, avg_rtt: f64, alpha: f64, gamma
 #[derive(Debug, Clone)]
 pub struct Fast {
     alpha: f64,
+    /// Upper end of the hold band [α, β) of backlogs (packets); no band when β ≤ α.
+    beta: f64,
     gamma: f64,
     update_interval_rtts: u32,
     /// Minimum RTT sample (ns).
@@ -115,6 +127,7 @@ impl Fast {
         }
         Ok(Fast {
             alpha,
+            beta: p.real("beta", 0.0, 1e6)?,
             gamma,
             update_interval_rtts: p.int("update_interval_rtts", 1, 1000)? as u32,
             base_rtt_ns: None,
@@ -158,6 +171,11 @@ impl Fast {
         } else {
             w.cwnd as f64
         };
+        // ns-2's hold band: a backlog in [α, β) keeps the window as it is.
+        let backlog = w0 * (avg - base as f64) / avg;
+        if backlog >= self.alpha && backlog < self.beta {
+            return;
+        }
         let new = fast_window_update(w0, base as f64, avg, self.alpha, self.gamma)
             .clamp(2.0, w.cwnd_clamp as f64);
         self.wnd = new;
@@ -242,8 +260,13 @@ mod tests {
     const MSS: u64 = 1448;
 
     fn fast_with(alpha: f64) -> (Fast, Window) {
+        fast_with_band(alpha, alpha)
+    }
+
+    fn fast_with_band(alpha: f64, beta: f64) -> (Fast, Window) {
         let mut m = BTreeMap::new();
         m.insert("alpha".to_string(), alpha);
+        m.insert("beta".to_string(), beta);
         let p = Params::new("fast", &m, PARAMS).unwrap();
         let f = Fast::new(
             &p,
@@ -378,6 +401,35 @@ mod tests {
             run_round(&mut f, &mut w, r);
         }
         assert!((119..=121).contains(&w.cwnd), "cwnd {}", w.cwnd);
+    }
+
+    /// Congestion avoidance at `cwnd` with band [α, β), baseRTT and avgRTT primed with one
+    /// 100 ms sample (the model path's propagation delay); then two RTTs at `cwnd`'s RTT.
+    fn two_rounds_in_band(alpha: f64, beta: f64, cwnd: u32) -> u32 {
+        let (mut f, mut w) = fast_with_band(alpha, beta);
+        w.cwnd = cwnd;
+        w.ssthresh = 2;
+        w.snd_nxt = cwnd as u64 * MSS;
+        f.on_cwnd_event(&mut w, CwndEvent::TxStart);
+        f.on_pkts_acked(&mut w, &sample(100_000_000));
+        for _ in 0..2 {
+            run_round(&mut f, &mut w, model_rtt_ns(cwnd));
+        }
+        w.cwnd
+    }
+
+    #[test]
+    fn open_holds_the_window_while_the_backlog_is_inside_alpha_beta() {
+        // Model path (BDP 100 packets, baseRTT 100 ms). W = 150 sees 150 ms; after two RTTs
+        // (300 samples of weight 3/150 from 100 ms) avg = 150 − 50·0.98^300 = 149.88 ms, so
+        // the backlog is 150·49.88/149.88 = 49.9 packets.
+        // α = 20, β = 60: 49.9 ∈ [20, 60), the update at the second boundary holds W.
+        assert_eq!(two_rounds_in_band(20.0, 60.0, 150), 150);
+        // β = α: ½·150 + ½(150·100/149.88 + 20) = 135.04 → 135.
+        assert_eq!(two_rounds_in_band(20.0, 20.0, 150), 135);
+        // Above β: W = 200, avg = 200 − 100·0.985^400 = 199.76 ms, backlog 99.9 ≥ 60, so
+        // the equation acts: 100 + ½(200·100/199.76 + 20) = 160.06 → 160.
+        assert_eq!(two_rounds_in_band(20.0, 60.0, 200), 160);
     }
 
     #[test]

@@ -187,6 +187,15 @@ fn unknown(name: &str) -> ConfigError {
     ))
 }
 
+/// The parameters of the ns-2 agent that `name` runs on `tcp.stack = "ns2"` when that agent
+/// differs from its Linux module (`reno`, `vegas`); `None` for every other algorithm.
+pub fn ns2_stack_params(name: &str) -> Option<&'static [crate::cc::ParamSpec]> {
+    match entry(name)?.ns2? {
+        (kind, true) => Some(kind.params()),
+        (_, false) => None,
+    }
+}
+
 /// The ns-2 agent that runs a flow of algorithm `cca` on stack `stack`, if any (`tahoe`,
 /// `newreno`, `sack`, `fack` always; `reno` and `vegas` on the ns-2 stack).
 pub fn ns2_agent(cca: &str, stack: Stack) -> Option<Ns2Kind> {
@@ -238,6 +247,15 @@ mod tests {
         assert_eq!(ns2_agent("reno", Stack::Ns2), Some(Ns2Kind::Reno));
         assert_eq!(ns2_agent("vegas", Stack::Linux), None);
         assert_eq!(ns2_agent("vegas", Stack::Ns2), Some(Ns2Kind::Vegas));
+        // reno's Linux module has no parameter; its ns-2 agent has the RTO clock's.
+        let names = |p: &[crate::cc::ParamSpec]| p.iter().map(|s| s.name).collect::<Vec<_>>();
+        assert!(names(ns2_stack_params("reno").unwrap()).contains(&"tick_ns"));
+        assert!(names(ns2_stack_params("vegas").unwrap()).contains(&"tick_ns"));
+        assert!(
+            ns2_stack_params("sack").is_none(),
+            "sack is the agent everywhere"
+        );
+        assert!(ns2_stack_params("cubic").is_none());
         assert_eq!(ns2_agent("cubic", Stack::Ns2), None);
         assert_eq!(ns2_agent("cubik", Stack::Ns2), None);
     }

@@ -29,9 +29,13 @@
 //!   the packets that entered the wire and those dropped (`LinkOutput`). A packet that
 //!   finds the link idle is served at once (`Arrives`), as in the analytic model.
 //!
+//! A token-bucket policer (`policer`), when configured, sits in front of either flavour: a
+//! packet beyond the policed rate and burst is dropped on arrival, before it could queue.
+//!
 //! Loss (per/ber or Gilbert–Elliott) applies to packets that enter service; counters
-//! separate tail drops (`queue_drops`), early/dequeue drops (`aqm_drops`), outage losses
-//! (`outage_drops`) and errors (`error_drops`).
+//! separate tail drops (`queue_drops`), the discipline's own drops (`aqm_drops`: RED early
+//! and forced drops, CoDel dequeue drops, policer drops), outage losses (`outage_drops`)
+//! and errors (`error_drops`).
 use crate::engine::rng::SimRng;
 use crate::engine::stats::TimeWeighted;
 use crate::engine::time::{serialization_time, SimDuration, SimTime};
@@ -39,6 +43,7 @@ use crate::limits::MTU_BYTES;
 use crate::net::aqm::codel::{Codel, PacketQueue, Queued};
 use crate::net::aqm::red::{Red, RedVerdict};
 use crate::net::loss::GilbertElliott;
+use crate::net::policer::TokenBucket;
 use crate::net::trace::{DeliveryTrace, Outages, Plan, RateTrace, Service};
 use crate::scenario::{DirConfig, LossConfig};
 use std::collections::VecDeque;
@@ -91,7 +96,7 @@ pub struct LinkStats {
     pub ecn_marks: u64,
     /// Packets lost because their service would have started during an outage.
     pub outage_drops: u64,
-    /// RED early/forced drops and CoDel dequeue drops.
+    /// RED early/forced drops, CoDel dequeue drops and policer drops.
     pub aqm_drops: u64,
     /// Time-weighted queue length (packets waiting, not in service) and bytes.
     pub q_pkts: TimeWeighted,
@@ -111,7 +116,7 @@ pub enum Admission {
     ErrorDrop,
     /// Its service would have started during an outage.
     OutageDrop,
-    /// RED dropped it on arrival.
+    /// RED, or the policer, dropped it on arrival.
     AqmDrop,
 }
 
@@ -151,6 +156,8 @@ struct LinkModel {
     wake_pending: bool,
     /// Time 0 of the outage and trace schedules (`set_origin`).
     origin: SimTime,
+    /// Token-bucket policer in front of the queue.
+    policer: Option<TokenBucket>,
 }
 
 /// One direction of a link.
@@ -253,10 +260,14 @@ impl Link {
             (None, Some(t)) => Service::Delivery(DeliveryTrace::new(t)),
             (None, None) => Service::Fixed,
         };
+        let policer = d
+            .policer
+            .map(|p| TokenBucket::new(p.rate_bps, p.burst_bytes));
         let plain = matches!(aqm, Aqm::DropTail)
             && loss.is_none()
             && d.outages.is_empty()
-            && matches!(service, Service::Fixed);
+            && matches!(service, Service::Fixed)
+            && policer.is_none();
         if !plain {
             l.model = Some(Box::new(LinkModel {
                 outages: Outages::new(&d.outages),
@@ -267,6 +278,7 @@ impl Link {
                 queue: PacketQueue::default(),
                 wake_pending: false,
                 origin: SimTime::ZERO,
+                policer,
             }));
         }
         l
@@ -424,6 +436,13 @@ impl Link {
     /// Admission to a modelled link.
     #[inline(never)]
     fn offer_model(&mut self, now: SimTime, pkt: u32, wire_bytes: u32, ect: bool) -> Admission {
+        let m = self.model.as_deref_mut().expect("modelled link");
+        if let Some(bucket) = &mut m.policer {
+            if !bucket.conforms(now.ns(), wire_bytes) {
+                self.stats.aqm_drops += 1;
+                return Admission::AqmDrop;
+            }
+        }
         if self.is_event_driven() {
             return self.enqueue(now, pkt, wire_bytes, ect);
         }
@@ -860,6 +879,38 @@ mod model_tests {
         }
         wake_until(l, &mut wake, u64::MAX, &mut log);
         log
+    }
+
+    #[test]
+    fn policer_drops_beyond_rate_and_burst_before_the_queue() {
+        use crate::scenario::PolicerConfig;
+        // A 100 Mbit/s line policed to 1 Mbit/s with a 3000 B bucket, offered a 1500 B
+        // packet every ms (12 Mbit/s) for 120 ms. By the last offer (119 ms) the bucket has
+        // granted 3000 + 1e6·0.119/8 = 17 875 B: 11 packets pass, 109 are dropped.
+        let mut d = DirConfig::droptail(100_000_000, 10 * MS, 10);
+        d.policer = Some(PolicerConfig {
+            rate_bps: 1_000_000,
+            burst_bytes: 3_000,
+        });
+        let mut l = Link::from_config("x", &d, 1);
+        let passed: Vec<u64> = (0..120u64)
+            .filter_map(|i| arrives(l.admit(SimTime(i * MS), 1500, false)).map(|_| i))
+            .collect();
+        // 1 Mbit/s refills 125 B per ms. Offer 0 leaves 1500 B; offer 1 finds 1625 B and
+        // leaves 125 B; 1500 B are there again at 12 ms (125 + 11·125), leaving 0; then
+        // every 12 ms: 24, 36, ..., 108 ms.
+        let want: Vec<u64> = [0, 1].into_iter().chain((1..=9).map(|k| 12 * k)).collect();
+        assert_eq!(passed, want);
+        assert_eq!((l.stats.aqm_drops, l.stats.queue_drops), (109, 0));
+        assert_eq!(l.stats.packets_tx, 11);
+        // The line serializes 1500 B in 120 us, so nothing ever waits.
+        assert_eq!(l.stats.q_pkts.max, 0);
+        // Off by default: the same link without a policer carries all 120.
+        let mut plain = Link::from_config("y", &DirConfig::droptail(100_000_000, 10 * MS, 10), 1);
+        let all = (0..120u64)
+            .filter(|&i| arrives(plain.admit(SimTime(i * MS), 1500, false)).is_some())
+            .count();
+        assert_eq!(all, 120);
     }
 
     #[test]

@@ -162,6 +162,15 @@ fn default_bytes_per_opportunity() -> u32 {
     MTU_BYTES as u32
 }
 
+/// A token-bucket policer in front of a link's queue (`net::policer`): packets beyond
+/// `rate_bps` plus a burst of `burst_bytes` are dropped on arrival.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct PolicerConfig {
+    pub rate_bps: u64,
+    pub burst_bytes: u64,
+}
+
 /// One direction of a link.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -189,6 +198,9 @@ pub struct DirConfig {
     /// Delivery opportunities (Mahimahi); `rate_bps` is then ignored.
     #[serde(default)]
     pub delivery_trace: Option<DeliveryTraceConfig>,
+    /// Token-bucket policer checked before the queue; `None`: no policing.
+    #[serde(default)]
+    pub policer: Option<PolicerConfig>,
 }
 
 impl DirConfig {
@@ -212,6 +224,7 @@ impl DirConfig {
             outages: Vec::new(),
             rate_trace: None,
             delivery_trace: None,
+            policer: None,
         }
     }
 }

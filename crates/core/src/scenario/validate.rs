@@ -14,6 +14,7 @@ pub use crate::limits::{
     CBR_PACKET_BYTES, INITIAL_WINDOW_PKTS, MAX_DELAY_NS, MAX_DURATION_NS, MAX_FILE_BYTES,
     MAX_FLOWS, MAX_INTERVALS, MAX_PEP_BUFFER_BYTES, MAX_RATE_BPS, MAX_RWND_BYTES, MAX_SEGMENTS,
     MAX_TRACE_LEN, MIN_INTERVAL_NS, MIN_PEP_BUFFER_SEGMENTS, MIN_QUEUE_BYTES, MSS_BYTES,
+    POLICER_BURST_BYTES,
 };
 
 // --- range helpers --------------------------------------------------------------------
@@ -278,6 +279,15 @@ pub fn dir(p: &str, d: &DirConfig) -> Result<(), ConfigError> {
     }
     if let Some(t) = &d.delivery_trace {
         delivery_trace(&format!("{p}.delivery_trace"), t)?;
+    }
+    if let Some(pol) = &d.policer {
+        rate(&format!("{p}.policer.rate_bps"), pol.rate_bps)?;
+        in_range(
+            &format!("{p}.policer.burst_bytes"),
+            pol.burst_bytes,
+            *POLICER_BURST_BYTES.start(),
+            *POLICER_BURST_BYTES.end(),
+        )?;
     }
     Ok(())
 }
