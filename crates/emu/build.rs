@@ -3,10 +3,12 @@
 //! Results measured through the emulator (the kernel runs `tcplab validate --matrix` caches)
 //! stay valid while these files are unchanged, whatever else of the workspace changes: the
 //! emulator's own sources and the parts of `tcplab-core` it runs (the link model in `net/`,
-//! its random numbers, statistics and time). The simulator's TCP and congestion control
-//! (`tcp/`, `cc/`, `recovery/`, ...) are deliberately left out, so fixing those keeps the
-//! cached kernel runs. FNV-1a (64 bit) over each file's path and bytes, in path order; no
-//! dependency needed, and a collision only matters against a deliberate attack.
+//! its random numbers, statistics and time; the scenario's link configuration and its
+//! checks in `scenario/`; the link counters' result shape in `result.rs`). The simulator's
+//! TCP and congestion control (`tcp/`, `cc/`, `sim/`, ...) are deliberately left out, so
+//! fixing those keeps the cached kernel runs. FNV-1a (64 bit) over each file's path and
+//! bytes, in path order; no dependency needed, and a collision only matters against a
+//! deliberate attack.
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -15,9 +17,11 @@ const SOURCES: &[&str] = &[
     "src",
     "Cargo.toml",
     "../core/src/net",
-    "../core/src/rng.rs",
-    "../core/src/stats.rs",
-    "../core/src/time.rs",
+    "../core/src/engine/rng.rs",
+    "../core/src/engine/stats.rs",
+    "../core/src/engine/time.rs",
+    "../core/src/scenario",
+    "../core/src/result.rs",
 ];
 
 fn files_below(path: &Path, out: &mut Vec<PathBuf>) {

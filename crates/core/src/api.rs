@@ -1,372 +1,15 @@
-//! The run-level API: scenario JSON in, result JSON out (see `docs/interface.md`).
-//! Used by the Python binding and the `tcplab-sim` binary. Never panics on input: invalid
-//! scenarios are errors, and an internal panic is caught and reported as an error.
-use crate::app::udp::{UdpSink, UdpSource};
-use crate::cc::{self, CongestionControl};
-use crate::config::{AppConfig, ConfigError, ScenarioConfig};
-use crate::series::FlowSeries;
-use crate::session::{Relay, Session, SessionKind};
+//! The run-level API: scenario JSON in, result JSON out (see `docs/interface.md`; the
+//! result types are `result`'s). Used by the Python binding and the `tcplab-sim` binary.
+//! Never panics on input: invalid scenarios are errors, and an internal panic is caught
+//! and reported as an error.
+use crate::cc;
+use crate::scenario::{ConfigError, ScenarioConfig};
 use crate::sim::Simulation;
-use serde::Serialize;
 
-/// RTT statistics of a flow (ns).
-#[derive(Debug, Clone, Serialize)]
-pub struct RttResult {
-    pub count: u64,
-    pub mean_ns: Option<f64>,
-    pub min_ns: Option<u64>,
-    pub p50_ns: Option<u64>,
-    pub p95_ns: Option<u64>,
-    pub max_ns: Option<u64>,
-    /// Time average of the sender's smoothed RTT from its first sample to the end of the
-    /// flow: what `TCP_INFO`/`ss` read at regular instants gives (the kernel side of
-    /// `tcplab validate`). `None` for one-way delays and flows without samples.
-    pub srtt_time_mean_ns: Option<f64>,
-}
-
-/// Summary of one flow.
-#[derive(Debug, Clone, Serialize)]
-pub struct FlowResult {
-    pub id: u32,
-    pub cca: String,
-    pub start_ns: u64,
-    pub app: &'static str,
-    pub bytes_delivered: u64,
-    pub bytes_sent: u64,
-    pub segments_sent: u64,
-    pub retransmits: u64,
-    pub goodput_bps: f64,
-    pub throughput_bps: f64,
-    pub active_ns: u64,
-    pub completion_ns: Option<u64>,
-    /// File downloads: time from the start until the server's FIN (on the last byte) was
-    /// acknowledged — by the client end to end, by the first PEP when the path is split.
-    pub server_done_ns: Option<u64>,
-    /// File downloads: time from the start until the client's connection closed (its FIN
-    /// acknowledged — by the server, or by the nearest PEP).
-    pub closed_ns: Option<u64>,
-    pub rtt: RttResult,
-    pub rto_count: u64,
-    pub fast_recoveries: u64,
-    pub spurious_undos: u64,
-    pub tlp_probes: u64,
-    pub final_cwnd_bytes: u64,
-    pub final_ssthresh_bytes: u64,
-    pub dup_bytes_received: u64,
-    pub acks_sent: u64,
-    /// "tcp" or "cbr".
-    pub kind: &'static str,
-    /// Connections of a flow split by PEPs, from the server side.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub legs: Vec<LegResult>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub pep_buffer: Vec<PepBufferResult>,
-    /// CBR flows only.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub packets_sent: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub packets_received: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub loss_ratio: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub owd: Option<RttResult>,
-}
-
-/// One connection of a flow split by PEPs.
-#[derive(Debug, Clone, Serialize)]
-pub struct LegResult {
-    pub from: String,
-    pub to: String,
-    pub cca: String,
-    pub bytes_delivered: u64,
-    pub goodput_bps: f64,
-    pub retransmits: u64,
-    pub rto_count: u64,
-    pub rtt: RttResult,
-    /// File downloads: this leg's sender had its FIN acknowledged / its receiver's FIN was
-    /// acknowledged (times from the flow's start).
-    pub sender_done_ns: Option<u64>,
-    pub closed_ns: Option<u64>,
-}
-
-/// Occupancy of a PEP's relay buffer for one flow.
-#[derive(Debug, Clone, Serialize)]
-pub struct PepBufferResult {
-    pub node: String,
-    pub mean_bytes: f64,
-    pub max_bytes: u64,
-    pub limit_bytes: u64,
-}
-
-/// Summary of one link direction.
-#[derive(Debug, Clone, Serialize)]
-pub struct LinkResult {
-    pub name: String,
-    pub rate_bps: u64,
-    pub packets_tx: u64,
-    pub bytes_tx: u64,
-    pub utilization: f64,
-    pub queue_drops: u64,
-    pub error_drops: u64,
-    pub ecn_marks: u64,
-    /// Packets lost because their service would have started during an outage.
-    pub outage_drops: u64,
-    /// RED early/forced drops and CoDel dequeue drops (tail drops are `queue_drops`).
-    pub aqm_drops: u64,
-    pub queue_mean_pkts: f64,
-    pub queue_max_pkts: u64,
-    pub queue_mean_bytes: f64,
-    pub queue_max_bytes: u64,
-}
-
-/// Per-interval series.
-#[derive(Debug, Clone, Serialize)]
-pub struct SeriesResult {
-    pub interval_ns: u64,
-    pub t_ns: Vec<u64>,
-    pub flows: Vec<FlowSeries>,
-    pub bottleneck_queue_pkts: Vec<f64>,
-    pub bottleneck_utilization: Vec<f64>,
-}
-
-/// The result of a run.
-#[derive(Debug, Clone, Serialize)]
-pub struct RunResult {
-    pub name: String,
-    pub seed: u64,
-    pub duration_ns: u64,
-    pub events: u64,
-    pub core_version: &'static str,
-    /// `crate::MODEL_VERSION`: the version of the numbers (see `model.rs`).
-    pub model_version: u32,
-    pub flows: Vec<FlowResult>,
-    pub links: Vec<LinkResult>,
-    pub series: SeriesResult,
-}
-
-fn rtt_result(h: &crate::stats::LogHistogram) -> RttResult {
-    RttResult {
-        count: h.count(),
-        mean_ns: h.mean(),
-        min_ns: h.min(),
-        p50_ns: h.quantile(0.5),
-        p95_ns: h.quantile(0.95),
-        max_ns: h.max(),
-        srtt_time_mean_ns: None,
-    }
-}
-
-/// RTT statistics of a sender whose flow ends at `end_ns`.
-fn sender_rtt(st: &crate::tcp::sender::SenderStats, end_ns: u64) -> RttResult {
-    RttResult {
-        srtt_time_mean_ns: st.srtt_time_mean_ns(end_ns),
-        ..rtt_result(&st.rtt)
-    }
-}
-
-fn app_name(app: AppConfig) -> &'static str {
-    match app {
-        AppConfig::Bulk => "bulk",
-        AppConfig::File { .. } => "file",
-        AppConfig::Cbr { .. } => "cbr",
-    }
-}
-
-/// Result of a TCP flow (one connection, or a chain of them through PEPs).
-fn tcp_flow(
-    sim: &Simulation,
-    i: usize,
-    sess: &Session,
-    ids: &[u32],
-    relays: &[Relay],
-) -> FlowResult {
-    let end = sim.end.ns();
-    let first = &sim.flows[ids[0] as usize];
-    let last = &sim.flows[*ids.last().expect("a TCP flow has a connection") as usize];
-    let st = first.sender.stats();
-    let rx = &last.receiver.stats;
-    let start = sess.start.ns();
-    let completion = last.receiver.completion.map(|t| t.ns() - start);
-    let active = completion.unwrap_or(end - start).max(1);
-    let names: Vec<String> = std::iter::once("server".to_string())
-        .chain(relays.iter().map(|r| r.name.clone()))
-        .chain(std::iter::once("client".to_string()))
-        .collect();
-    let legs = if ids.len() > 1 {
-        ids.iter()
-            .enumerate()
-            .map(|(l, &c)| {
-                let f = &sim.flows[c as usize];
-                let done = f.receiver.completion.map(|t| t.ns() - start);
-                let span = done.unwrap_or(end - start).max(1);
-                LegResult {
-                    from: names[l].clone(),
-                    to: names[l + 1].clone(),
-                    cca: f.cca.clone(),
-                    bytes_delivered: f.receiver.stats.bytes_delivered,
-                    goodput_bps: f.receiver.stats.bytes_delivered as f64 * 8e9 / span as f64,
-                    retransmits: f.sender.stats().retrans_segs,
-                    rto_count: f.sender.stats().rto_count,
-                    rtt: sender_rtt(f.sender.stats(), start + span),
-                    sender_done_ns: f.sender.fin_acked_at().map(|t| t.ns() - start),
-                    closed_ns: f.receiver.closed_at.map(|t| t.ns() - start),
-                }
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
-    let pep_buffer = relays
-        .iter()
-        .map(|r| PepBufferResult {
-            node: r.name.clone(),
-            mean_bytes: r.occupancy.area as f64 / (end - start).max(1) as f64,
-            max_bytes: r.occupancy.max,
-            limit_bytes: r.limit_bytes,
-        })
-        .collect();
-    FlowResult {
-        id: i as u32,
-        cca: sess.cca.clone(),
-        start_ns: start,
-        app: app_name(sess.app),
-        bytes_delivered: rx.bytes_delivered,
-        bytes_sent: st.bytes_sent,
-        segments_sent: st.segments_sent,
-        retransmits: st.retrans_segs,
-        goodput_bps: rx.bytes_delivered as f64 * 8e9 / active as f64,
-        throughput_bps: st.bytes_sent as f64 * 8e9 / active as f64,
-        active_ns: active,
-        completion_ns: completion,
-        server_done_ns: first.sender.fin_acked_at().map(|t| t.ns() - start),
-        closed_ns: last.receiver.closed_at.map(|t| t.ns() - start),
-        rtt: sender_rtt(st, start + active),
-        rto_count: st.rto_count,
-        fast_recoveries: st.fast_recoveries,
-        spurious_undos: st.undos,
-        tlp_probes: st.tlp_probes,
-        final_cwnd_bytes: first.sender.cwnd_bytes(),
-        final_ssthresh_bytes: first
-            .sender
-            .ssthresh_bytes()
-            .min(u32::MAX as u64 * first.sender.mss() as u64),
-        dup_bytes_received: rx.dup_bytes,
-        acks_sent: rx.acks_sent,
-        kind: "tcp",
-        legs,
-        pep_buffer,
-        packets_sent: None,
-        packets_received: None,
-        loss_ratio: None,
-        owd: None,
-    }
-}
-
-/// Result of a CBR flow.
-fn cbr_flow(
-    sim: &Simulation,
-    i: usize,
-    sess: &Session,
-    source: &UdpSource,
-    sink: &UdpSink,
-) -> FlowResult {
-    let start = sess.start.ns();
-    let active = (sim.end.ns() - start).max(1);
-    let sent = source.packets_sent * source.packet_bytes() as u64;
-    FlowResult {
-        id: i as u32,
-        cca: sess.cca.clone(),
-        start_ns: start,
-        app: "cbr",
-        bytes_delivered: sink.bytes_received,
-        bytes_sent: sent,
-        segments_sent: source.packets_sent,
-        retransmits: 0,
-        goodput_bps: sink.bytes_received as f64 * 8e9 / active as f64,
-        throughput_bps: sent as f64 * 8e9 / active as f64,
-        active_ns: active,
-        completion_ns: None,
-        server_done_ns: None,
-        closed_ns: None,
-        rtt: rtt_result(&crate::stats::LogHistogram::default()),
-        rto_count: 0,
-        fast_recoveries: 0,
-        spurious_undos: 0,
-        tlp_probes: 0,
-        final_cwnd_bytes: 0,
-        final_ssthresh_bytes: 0,
-        dup_bytes_received: 0,
-        acks_sent: 0,
-        kind: "cbr",
-        legs: Vec::new(),
-        pep_buffer: Vec::new(),
-        packets_sent: Some(source.packets_sent),
-        packets_received: Some(sink.packets_received),
-        loss_ratio: Some(sink.loss_ratio()),
-        owd: Some(rtt_result(&sink.owd)),
-    }
-}
-
-/// Summarize a finished simulation.
-pub fn summarize(sim: &Simulation) -> RunResult {
-    let end = sim.end.ns();
-    let flows = sim
-        .sessions
-        .iter()
-        .enumerate()
-        .map(|(i, sess)| match &sess.kind {
-            SessionKind::Tcp { conns, relays } => tcp_flow(sim, i, sess, conns, relays),
-            SessionKind::Udp { source, sink, .. } => cbr_flow(sim, i, sess, source, sink),
-        })
-        .collect();
-    let links = sim
-        .topo
-        .segments
-        .iter()
-        .flat_map(|(_, f, r)| [*f, *r])
-        .collect::<Vec<u32>>()
-        .iter()
-        .map(|&id| {
-            let l = &sim.topo.links[id as usize];
-            let s = &l.stats;
-            LinkResult {
-                name: l.name.clone(),
-                rate_bps: l.rate_bps,
-                packets_tx: s.packets_tx,
-                bytes_tx: s.bytes_tx,
-                utilization: (s.bytes_tx as f64 * 8.0 / (l.rate_bps as f64 * end as f64 / 1e9))
-                    .min(1.0),
-                queue_drops: s.queue_drops,
-                error_drops: s.error_drops,
-                ecn_marks: s.ecn_marks,
-                outage_drops: s.outage_drops,
-                aqm_drops: s.aqm_drops,
-                queue_mean_pkts: s.q_pkts.area as f64 / end as f64,
-                queue_max_pkts: s.q_pkts.max,
-                queue_mean_bytes: s.q_bytes.area as f64 / end as f64,
-                queue_max_bytes: s.q_bytes.max,
-            }
-        })
-        .collect();
-    let sr = &sim.series;
-    RunResult {
-        name: sim.cfg.name.clone(),
-        seed: sim.cfg.seed,
-        duration_ns: end,
-        events: sim.events(),
-        core_version: crate::VERSION,
-        model_version: crate::MODEL_VERSION,
-        flows,
-        links,
-        series: SeriesResult {
-            interval_ns: sr.interval.ns(),
-            t_ns: sr.t_ns.clone(),
-            flows: sr.flows.clone(),
-            bottleneck_queue_pkts: sr.bottleneck_queue_pkts.clone(),
-            bottleneck_utilization: sr.bottleneck_utilization.clone(),
-        },
-    }
-}
+pub use crate::result::{
+    summarize, FlowResult, LegResult, LinkResult, PepBufferResult, RttResult, RunResult,
+    SeriesResult,
+};
 
 /// Run a scenario given as a config.
 pub fn run(cfg: ScenarioConfig) -> Result<RunResult, ConfigError> {
@@ -394,59 +37,20 @@ pub fn run_json(text: &str) -> Result<String, String> {
     }
 }
 
-#[derive(Serialize)]
-struct ParamOut {
-    name: &'static str,
-    default: f64,
-    unit: &'static str,
-    help: &'static str,
-}
-
-#[derive(Serialize)]
-struct CcOut {
-    name: &'static str,
-    summary: &'static str,
-    feedback: &'static str,
-    reference: &'static str,
-    params: Vec<ParamOut>,
-}
-
-/// The algorithm catalogue as JSON text.
+/// The algorithm catalogue as JSON text: each entry's name, summary, feedback, reference
+/// and parameters (name, default, unit, help), in the registry's order.
 pub fn ccas_json() -> String {
-    let v: Vec<CcOut> = cc::catalogue()
-        .iter()
-        .map(|c| CcOut {
-            name: c.name,
-            summary: c.summary,
-            feedback: c.feedback,
-            reference: c.reference,
-            params: c
-                .params
-                .iter()
-                .map(|p| ParamOut {
-                    name: p.name,
-                    default: p.default,
-                    unit: p.unit,
-                    help: p.help,
-                })
-                .collect(),
-        })
-        .collect();
+    let v: Vec<cc::CcInfo> = cc::catalogue().collect();
     serde_json::to_string(&v).expect("catalogue serializes")
 }
 
-/// Name of the algorithm a built controller reports (sanity helper for tests).
-pub fn cc_name(c: &cc::Cc) -> &'static str {
-    c.name()
-}
-
 /// The ranges and defaults the Python layer validates and fills a scenario with, read from
-/// the constants the core itself uses (`limits`, `config`, `net::packet`, `tcp::rtt`), so
+/// the constants the core itself uses (`limits`, `scenario`, `net::packet`, `tcp::rtt`), so
 /// the two languages never hold two copies of a number. Ranges are `[low, high]`, inclusive.
 pub fn limits_json() -> String {
-    use crate::config::{CodelConfig, RedConfig, TcpConfig};
     use crate::limits::*;
     use crate::net::packet::{BASE_HEADER_BYTES, TS_OPTION_BYTES};
+    use crate::scenario::{CodelConfig, RedConfig, TcpConfig};
     let v = serde_json::json!({
         "max_duration_ns": MAX_DURATION_NS,
         "max_rate_bps": MAX_RATE_BPS,
@@ -471,7 +75,7 @@ pub fn limits_json() -> String {
         "max_pep_buffer_bytes": MAX_PEP_BUFFER_BYTES,
         "header_bytes": BASE_HEADER_BYTES,
         "timestamp_option_bytes": TS_OPTION_BYTES,
-        "rto_min_ns": crate::tcp::rtt::RTO_MIN.ns(),
+        "rto_min_ns": crate::tcp::linux::rtt::RTO_MIN.ns(),
         "tcp_defaults": TcpConfig::default(),
         "red_defaults": RedConfig::default(),
         "codel_defaults": CodelConfig::default(),
@@ -486,7 +90,7 @@ pub fn limits_json() -> String {
 /// delay: where PEPs sit). Queue limits are not looked at, so a scenario whose `"bdp"`
 /// queues are not sized yet can ask; nothing else is validated either (sums saturate).
 pub fn path_json(text: &str) -> Result<String, String> {
-    use crate::config::{bottleneck_segment, satellite_segment};
+    use crate::scenario::{bottleneck_segment, satellite_segment};
     let cfg: ScenarioConfig = serde_json::from_str(text).map_err(|e| format!("scenario: {e}"))?;
     let (segs, _) = cfg.segments();
     let flows: Vec<u64> = cfg

@@ -16,4 +16,7 @@
 /// - 1: the model as first versioned.
 /// - 2: paced senders send TSO/GSO bursts (`tcp_tso_autosize` segments per pacing slot, as
 ///   Linux does; BBR's numbers change); results carry the smoothed RTT's time mean.
-pub const MODEL_VERSION: u32 = 2;
+/// - 3: the Linux receiver opens its window as Linux does (initial 65160 B, `tcp_grow_window`
+///   with an immediate ACK per step, right-sizing per receiver RTT, SO_RCVBUF for an explicit
+///   `rwnd`), so it ACKs most segments during slow start; data segments echo TS.Recent.
+pub const MODEL_VERSION: u32 = 3;

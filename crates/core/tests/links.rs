@@ -1,15 +1,16 @@
 //! Link models against hand-derived numbers: outages, Gilbert–Elliott burst loss, rate and
 //! delay traces, Mahimahi delivery traces, RED and CoDel — at the link level (a `Link`
 //! driven directly) and in full simulations; plus the validation of the new fields.
+mod common;
+use common::{assert_conservation, bulk_flow, run_config, ACCESS_DELAY_NS};
 use tcplab_core::api::{self, RunResult};
-use tcplab_core::config::*;
+use tcplab_core::engine::time::SimTime;
 use tcplab_core::net::link::{Admission, Link};
+use tcplab_core::scenario::*;
 use tcplab_core::sim::Simulation;
-use tcplab_core::time::SimTime;
 
 const MS: u64 = 1_000_000;
 const S: u64 = 1_000_000_000;
-const ACCESS_DELAY_NS: u64 = 100_000;
 
 fn queue(kind: &str, limit_pkts: u64) -> QueueConfig {
     QueueConfig {
@@ -22,33 +23,10 @@ fn queue(kind: &str, limit_pkts: u64) -> QueueConfig {
 }
 
 /// A link direction of `rate_bps` and one-way `delay_ns` with nothing else.
-fn dir(rate_bps: u64, delay_ns: u64, q: QueueConfig) -> DirConfig {
+fn dir(rate_bps: u64, delay_ns: u64, queue: QueueConfig) -> DirConfig {
     DirConfig {
-        rate_bps,
-        delay_ns,
-        per: 0.0,
-        ber: 0.0,
-        queue: q,
-        ecn_threshold_pkts: None,
-        loss: None,
-        outages: Vec::new(),
-        rate_trace: None,
-        delivery_trace: None,
-    }
-}
-
-fn flow(cca: &str, ecn: bool, start_ns: u64) -> FlowConfig {
-    FlowConfig {
-        cca: cca.into(),
-        cca_params: Default::default(),
-        start_ns,
-        app: AppConfig::Bulk,
-        tcp: TcpConfig {
-            ecn,
-            ..TcpConfig::default()
-        },
-        access: None,
-        pep: None,
+        queue,
+        ..DirConfig::droptail(rate_bps, delay_ns, 1)
     }
 }
 
@@ -84,10 +62,6 @@ fn dumbbell(
     }
 }
 
-fn run(cfg: ScenarioConfig) -> RunResult {
-    api::run(cfg).expect("valid scenario")
-}
-
 /// Mean queueing delay of the bottleneck (time-averaged bytes waiting / rate), in ms.
 fn queue_delay_ms(r: &RunResult) -> f64 {
     let l = &r.links[0];
@@ -95,21 +69,6 @@ fn queue_delay_ms(r: &RunResult) -> f64 {
 }
 
 /// Every packet created is delivered, dropped (any cause) or still on a link.
-fn assert_conservation(sim: &Simulation) {
-    let drops: u64 = sim
-        .topo
-        .links
-        .iter()
-        .map(|l| {
-            let s = &l.stats;
-            s.queue_drops + s.error_drops + s.outage_drops + s.aqm_drops
-        })
-        .sum();
-    assert_eq!(
-        sim.counters.created,
-        sim.counters.delivered + drops + sim.packets_on_links()
-    );
-}
 
 // ---- outages ----------------------------------------------------------------------------
 
@@ -146,7 +105,7 @@ fn outage_drops_exactly_the_packets_whose_transmission_would_start_in_it() {
 fn a_tcp_flow_rides_out_a_two_second_outage() {
     let mut fwd = dir(4_000_000, 0, queue("droptail", 100));
     fwd.outages = vec![(10 * S, 12 * S)];
-    let cfg = dumbbell(fwd, 100 * MS, 40 * S, vec![flow("cubic", false, 0)]);
+    let cfg = dumbbell(fwd, 100 * MS, 40 * S, vec![bulk_flow("cubic", false, 0)]);
     let mut sim = Simulation::new(cfg).unwrap();
     sim.run();
     assert_conservation(&sim);
@@ -227,7 +186,7 @@ fn gilbert_elliott_on_a_tcp_path_loses_at_the_long_run_rate() {
         loss_good: 0.0,
         loss_bad: 0.5,
     });
-    let cfg = dumbbell(fwd, 50 * MS, 300 * S, vec![flow("cubic", false, 0)]);
+    let cfg = dumbbell(fwd, 50 * MS, 300 * S, vec![bulk_flow("cubic", false, 0)]);
     let mut sim = Simulation::new(cfg.clone()).unwrap();
     sim.run();
     assert_conservation(&sim);
@@ -240,7 +199,7 @@ fn gilbert_elliott_on_a_tcp_path_loses_at_the_long_run_rate() {
     );
     assert!((p / 0.004_95 - 1.0).abs() < 0.15, "loss {p}");
     // Deterministic: the same seed gives the same run.
-    let again = serde_json::to_string(&run(cfg)).unwrap();
+    let again = serde_json::to_string(&run_config(cfg)).unwrap();
     assert_eq!(serde_json::to_string(&r).unwrap(), again);
 }
 
@@ -261,11 +220,11 @@ fn halving_the_rate_halves_the_departure_rate() {
             delay_ns: None,
         },
     ]);
-    let r = run(dumbbell(
+    let r = run_config(dumbbell(
         fwd,
         60 * MS,
         60 * S,
-        vec![flow("cubic", false, 0)],
+        vec![bulk_flow("cubic", false, 0)],
     ));
     // Utilization is relative to the nominal 8 Mbit/s.
     let u = &r.series.bottleneck_utilization;
@@ -292,11 +251,11 @@ fn one_1500_byte_opportunity_per_ms_delivers_12_mbit_per_s() {
         period_ns: MS,
         bytes_per_opportunity: 1500,
     });
-    let r = run(dumbbell(
+    let r = run_config(dumbbell(
         fwd,
         40 * MS,
         60 * S,
-        vec![flow("cubic", false, 0)],
+        vec![bulk_flow("cubic", false, 0)],
     ));
     let goodput = r.flows[0].goodput_bps / 1e6;
     // Delivered payload per interval after the start-up: one 1448 B payload per ms.
@@ -315,14 +274,16 @@ fn red_keeps_the_mean_queue_between_min_th_and_max_th_for_reno() {
     // 10 Mbit/s, 20 ms RTT (BDP 16.7 packets), 200-packet buffer, RED defaults (5, 15,
     // 0.1, w_q 0.002). Four Reno flows: a halving takes an eighth of the window off, so
     // the queue does not drain between drops. DropTail fills the same buffer.
-    let flows: Vec<FlowConfig> = (0..4).map(|i| flow("reno", false, i * 100 * MS)).collect();
-    let red = run(dumbbell(
+    let flows: Vec<FlowConfig> = (0..4)
+        .map(|i| bulk_flow("reno", false, i * 100 * MS))
+        .collect();
+    let red = run_config(dumbbell(
         dir(10_000_000, 0, queue("red", 200)),
         20 * MS,
         120 * S,
         flows.clone(),
     ));
-    let dt = run(dumbbell(
+    let dt = run_config(dumbbell(
         dir(10_000_000, 0, queue("droptail", 200)),
         20 * MS,
         120 * S,
@@ -342,7 +303,9 @@ fn red_keeps_the_mean_queue_between_min_th_and_max_th_for_reno() {
 
 #[test]
 fn red_with_ecn_marks_instead_of_dropping() {
-    let flows: Vec<FlowConfig> = (0..4).map(|i| flow("reno", true, i * 100 * MS)).collect();
+    let flows: Vec<FlowConfig> = (0..4)
+        .map(|i| bulk_flow("reno", true, i * 100 * MS))
+        .collect();
     let mut sim = Simulation::new(dumbbell(
         dir(10_000_000, 0, queue("red", 200)),
         20 * MS,
@@ -374,10 +337,12 @@ fn codel_keeps_the_standing_queue_near_target_on_a_large_buffer() {
     // target: four flows keep a standing queue of ≈ 5 ms, a single flow (which CoDel
     // drives below full utilization between drops) less.
     for cca in ["reno", "cubic"] {
-        let one = vec![flow(cca, false, 0)];
-        let four: Vec<FlowConfig> = (0..4).map(|i| flow(cca, false, i * 100 * MS)).collect();
+        let one = vec![bulk_flow(cca, false, 0)];
+        let four: Vec<FlowConfig> = (0..4)
+            .map(|i| bulk_flow(cca, false, i * 100 * MS))
+            .collect();
         let net = |kind: &str, flows: Vec<FlowConfig>| {
-            run(dumbbell(
+            run_config(dumbbell(
                 dir(10_000_000, 0, queue(kind, 1000)),
                 100 * MS,
                 120 * S,
@@ -419,7 +384,9 @@ fn codel_keeps_the_standing_queue_near_target_on_a_large_buffer() {
 
 #[test]
 fn codel_with_ecn_marks_and_conserves_packets() {
-    let flows: Vec<FlowConfig> = (0..4).map(|i| flow("cubic", true, i * 100 * MS)).collect();
+    let flows: Vec<FlowConfig> = (0..4)
+        .map(|i| bulk_flow("cubic", true, i * 100 * MS))
+        .collect();
     let mut sim = Simulation::new(dumbbell(
         dir(10_000_000, 0, queue("codel", 1000)),
         100 * MS,
@@ -459,7 +426,7 @@ fn codel_with_outage_and_rate_trace_and_gilbert_elliott_runs_and_conserves() {
         loss_good: 0.0,
         loss_bad: 0.3,
     });
-    let cfg = dumbbell(fwd, 60 * MS, 30 * S, vec![flow("reno", false, 0)]);
+    let cfg = dumbbell(fwd, 60 * MS, 30 * S, vec![bulk_flow("reno", false, 0)]);
     let mut sim = Simulation::new(cfg.clone()).unwrap();
     sim.run();
     assert_conservation(&sim);
@@ -471,7 +438,7 @@ fn codel_with_outage_and_rate_trace_and_gilbert_elliott_runs_and_conserves() {
     );
     assert_eq!(
         serde_json::to_string(&r).unwrap(),
-        serde_json::to_string(&run(cfg)).unwrap()
+        serde_json::to_string(&run_config(cfg)).unwrap()
     );
 }
 
@@ -489,9 +456,7 @@ fn scenario_json(forward: &str) -> String {
 }
 
 fn err(forward: &str) -> String {
-    ScenarioConfig::from_json(&scenario_json(forward))
-        .expect_err("invalid")
-        .0
+    tcplab_core::api::run_json(&scenario_json(forward)).expect_err("invalid")
 }
 
 #[test]

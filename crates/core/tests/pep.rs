@@ -1,8 +1,8 @@
 //! Split-TCP PEPs, multi-segment paths and CBR traffic.
 use serde_json::json;
 use tcplab_core::api::{self, RunResult};
-use tcplab_core::config::ScenarioConfig;
-use tcplab_core::session::SessionKind;
+use tcplab_core::scenario::ScenarioConfig;
+use tcplab_core::sim::flow::FlowKind;
 use tcplab_core::sim::Simulation;
 
 fn dir(rate: u64, delay_ms: f64, per: f64, queue_pkts: u64) -> serde_json::Value {
@@ -55,8 +55,14 @@ fn pep_shortens_a_5mb_download_over_geo() {
     // server at about 2 x 10.4 ms + 520 ms + 260 ms = 0.8 s), and 5 MB take at least
     // 5e6 x 8 / 9.65e6 = 4.15 s at the payload rate of 10 Mbit/s, so no PEP can finish before
     // ~0.8 + 4.15 + 0.26 = 5.2 s. Hybla (rho = 22) or a PEP window opened wide from the start
-    // should come close to that bound; the same CUBIC on the satellite leg gains only the
-    // local handshake.
+    // would fill the satellite at once, but the far PEP's socket autotunes its receive
+    // window (Linux; the relay sets no SO_RCVBUF): it offers 45 packets (65160 B), then 55
+    // (rcv_ssthresh opened to 80 KB during the first round), then about 3 x 55 (right-sizing
+    // grows the buffer and every segment opens two more), and only the fourth round can
+    // exceed the 442-packet BDP. Three rounds carry ~265 packets instead of 3 x 442: about
+    // (1326 - 265) x 1.2 ms = 1.3 s later than the bound, i.e. ~6.5 s, still at least the
+    // end-to-end handshake's satellite round trip (0.55 s) ahead of end to end; the same
+    // CUBIC on the satellite leg gains only the local handshake.
     let size = 5_000_000;
     let with = |pep: &str, sat: serde_json::Value| {
         let mut f = download("cubic", None, size);
@@ -86,6 +92,7 @@ fn pep_shortens_a_5mb_download_over_geo() {
         assert_eq!(r.flows[0].bytes_delivered, size);
     }
     let bound = 0.8 + 4.15 + 0.26;
+    let window_opening = 1.3;
     assert!(t[0] > 6.0, "end to end needs ~13 RTTs of 0.55 s: {}", t[0]);
     assert!(
         t[1] < t[0],
@@ -93,10 +100,14 @@ fn pep_shortens_a_5mb_download_over_geo() {
     );
     for (name, x) in [("IW 500", t[2]), ("hybla", t[3])] {
         assert!(
-            x >= bound && x < 1.15 * bound,
-            "PEP {name}: {x} s vs bound {bound} s"
+            x >= bound && x < 1.05 * (bound + window_opening),
+            "PEP {name}: {x} s vs bound {bound} s + {window_opening} s"
         );
-        assert!(x < 0.8 * t[0], "PEP {name}: {x} s vs end to end {} s", t[0]);
+        assert!(
+            x + 0.55 < t[0],
+            "PEP {name}: {x} s vs end to end {} s",
+            t[0]
+        );
     }
     // The legs are reported, the satellite one running Hybla.
     let legs = &pep_hybla.flows[0].legs;
@@ -114,9 +125,15 @@ fn pep_shortens_a_5mb_download_over_geo() {
 
 #[test]
 fn gateway_pep_splits_in_two_and_the_server_sees_a_terrestrial_rtt() {
+    // Hybla's window is bounded only by the client's receive window. A 1 MB SO_RCVBUF
+    // offers 690 packets at first (sent as one burst, which the 918-packet satellite queue
+    // holds) and at most 65535 << 4 (window scale 4) = 1048560 B = 724 packets: above the
+    // 442-packet BDP and within BDP + queue, so the queue never overflows. (An autotuned
+    // window would grow to 3.9 MB and Hybla would fill the queue until it drops.)
     let r = run(scenario(
         geo_path("gateway", 0.0),
-        json!([{"cca": "cubic", "app": {"kind": "bulk"}, "pep": {"cca": "hybla"}}]),
+        json!([{"cca": "cubic", "app": {"kind": "bulk"},
+                "pep": {"cca": "hybla", "tcp": {"rwnd_bytes": 1_000_000}}}]),
         30,
     ));
     let f = &r.flows[0];
@@ -170,11 +187,11 @@ fn backpressure_holds(cca: &str) {
     assert!(r.flows[0].legs[0].goodput_bps < 1.05 * 9.65e6, "{cca}");
     // Byte integrity along the chain: each receiver got a prefix of the stream, in order,
     // each byte once; the relay handed on exactly what it received.
-    let SessionKind::Tcp { conns, relays } = &sim.sessions[0].kind else {
+    let FlowKind::Tcp { conns, relays } = &sim.flows[0].kind else {
         panic!()
     };
-    let up = &sim.flows[conns[0] as usize];
-    let down = &sim.flows[conns[1] as usize];
+    let up = &sim.conns[conns[0] as usize];
+    let down = &sim.conns[conns[1] as usize];
     assert_eq!(up.receiver.stats.bytes_delivered, up.receiver.rcv_nxt);
     assert_eq!(relays[0].supplied, up.receiver.rcv_nxt);
     assert!(down.receiver.rcv_nxt <= relays[0].supplied);

@@ -4,7 +4,7 @@
 mod common;
 use common::*;
 use tcplab_core::api;
-use tcplab_core::config::{AppConfig, TcpConfig};
+use tcplab_core::scenario::{AppConfig, TcpConfig};
 use tcplab_core::sim::Simulation;
 
 fn run(spec: &Spec) -> api::RunResult {
@@ -20,13 +20,9 @@ fn lossless_link_with_bdp_queue_is_fully_utilized_by_reno_and_cubic() {
     // GEO path: 4 Mbit/s, 500.4 ms RTT; BDP = 4e6·0.5004/12000 = 166.8 packets, queue 167.
     for cca in ["reno", "cubic"] {
         let r = run(&Spec {
-            rtt_ms: 500.4,
-            rate_bps: 4_000_000,
-            return_rate_bps: 4_000_000,
             queue_pkts: 167,
             duration_s: 300,
-            cca,
-            ..Default::default()
+            ..Spec::geo(cca)
         });
         let u = r.links[0].utilization;
         assert!(u >= 0.95, "{cca}: utilization {u}");
@@ -137,7 +133,7 @@ fn bytes_and_packets_are_conserved_under_heavy_loss() {
     };
     let mut sim = Simulation::new(spec.build()).unwrap();
     sim.run();
-    for f in &sim.flows {
+    for f in &sim.conns {
         let rx = &f.receiver;
         assert_eq!(
             rx.stats.bytes_delivered, rx.rcv_nxt,
@@ -154,16 +150,7 @@ fn bytes_and_packets_are_conserved_under_heavy_loss() {
         assert!(rx.stats.bytes_delivered <= f.sender.stats().bytes_sent);
         f.sender.linux().expect("linux flow").sb.check_invariants();
     }
-    let drops: u64 = sim
-        .topo
-        .links
-        .iter()
-        .map(|l| l.stats.queue_drops + l.stats.error_drops)
-        .sum();
-    assert_eq!(
-        sim.counters.created,
-        sim.counters.delivered + drops + sim.packets_on_links()
-    );
+    assert_conservation(&sim);
     assert!(sim.topo.links[0].stats.error_drops > 0 && sim.topo.links[0].stats.queue_drops > 0);
 }
 
@@ -186,6 +173,27 @@ fn same_seed_gives_identical_results_and_other_seeds_other_losses() {
         (c.flows[0].bytes_delivered, c.links[0].error_drops),
         (d.flows[0].bytes_delivered, d.links[0].error_drops)
     );
+}
+
+#[test]
+fn the_series_interval_changes_no_flow_or_link_result() {
+    // Sampling only reads cumulative counters: 10 ms or 1 s intervals, the same run.
+    let spec = Spec {
+        rtt_ms: 100.0,
+        per: 1e-3,
+        duration_s: 20,
+        cca: "cubic",
+        ..Default::default()
+    };
+    let mut fine = spec.build();
+    fine.interval_ns = 10_000_000;
+    let coarse = api::run(spec.build()).expect("valid scenario");
+    let fine = api::run(fine).expect("valid scenario");
+    let json = serde_json::to_string::<[api::FlowResult]>;
+    assert_eq!(json(&coarse.flows).unwrap(), json(&fine.flows).unwrap());
+    let json = serde_json::to_string::<[api::LinkResult]>;
+    assert_eq!(json(&coarse.links).unwrap(), json(&fine.links).unwrap());
+    assert_eq!(fine.series.t_ns.len(), 2_000);
 }
 
 #[test]
@@ -314,4 +322,49 @@ fn recovery_variants_all_repair_losses_and_keep_the_link_busy() {
             "{label}: no spurious retransmission"
         );
     }
+}
+
+#[test]
+fn cubic_hystart_leaves_slow_start_on_the_ack_train_of_a_linux_receiver() {
+    // 10 Mbit/s, 10 ms one way, access links 1 Gbit/s and 0.01 ms: RTT 20.04 ms, one 1500 B
+    // packet per 1.2 ms at the bottleneck, a 2 x BDP queue of 34 packets.
+    //
+    // HyStart's ACK-train rule ends slow start once ACKs at most 2 ms apart
+    // (hystart_ack_delta) span more than (delay_min + 1 ms) / 2 from a round's first ACK.
+    // delay_min, the first RTT sample, is 20.04 ms plus 1.2 ms of serialization (and 24 us at
+    // the access links), 21.26 ms, so a train must span more than 11.13 ms: 10 intervals of
+    // 1.2 ms. Round 1 (IW 10) has 9 (10.8 ms). Round 2 sends 20 segments back to back, and
+    // the Linux receiver ACKs its first 12 one by one (its 16 quick ACKs plus the six steps
+    // that open rcv_ssthresh from 65160 to 80480 B: 22 single ACKs in all), so the 11th ACK
+    // of round 2 ends slow start with cwnd 20 + 10 = 30. ACKs every two segments (2.4 ms
+    // apart) after the quick ACKs would break the train: slow start then ends by the delay
+    // rule only, which took cwnd to 96 and overflowed the queue.
+    let mut cfg = Spec {
+        rtt_ms: 20.0,
+        rate_bps: 10_000_000,
+        return_rate_bps: 10_000_000,
+        queue_pkts: 34,
+        duration_s: 2,
+        cca: "cubic",
+        ..Default::default()
+    }
+    .build();
+    cfg.access.delay_ns = 10_000;
+    if let Some(b) = cfg.bottleneck.as_mut() {
+        b.forward.delay_ns = 10_000_000;
+        b.reverse.delay_ns = 10_000_000;
+    }
+    let mut sim = Simulation::new(cfg).expect("valid scenario");
+    let mut exit_pkts = None;
+    for step in 1..=10_000u64 {
+        sim.run_until(tcplab_core::engine::time::SimTime(step * 100_000));
+        let s = &sim.conns[0].sender;
+        let ssthresh = s.ssthresh_bytes() / s.mss() as u64;
+        if ssthresh < 1 << 20 {
+            exit_pkts = Some(ssthresh);
+            break;
+        }
+    }
+    let exit = exit_pkts.expect("slow start ends within 1 s");
+    assert!((28..=32).contains(&exit), "slow start ended at cwnd {exit}");
 }

@@ -1,13 +1,15 @@
 //! The emulator's input: a list of links, each joining two TUN devices (possibly in two
-//! network namespaces), with one normalized `DirConfig` per direction (docs/interface.md).
+//! network namespaces), with one normalized `DirConfig` per direction — the scenario's
+//! own type (`tcplab_core::scenario::DirConfig`, docs/interface.md), checked by the core's
+//! `validate::dir`.
 //!
-//! The direction model is parsed leniently on purpose: the scenario's `DirConfig` grows
-//! with the simulator, and a key the emulator does not know must not stop it from running
-//! the keys it does. Keys that change the link's behaviour and are not emulated
-//! (`delivery_trace`, RED/CoDel queues) are refused with a one-line error instead, so an
-//! emulation never silently differs from the simulation it is compared with.
+//! On top of the core's checks, what the emulator does not run is refused with a one-line
+//! error (RED/CoDel queues, Mahimahi delivery traces, rates below 1 kbit/s, delays beyond
+//! its delay line), so an emulation never silently differs from the simulation it is
+//! compared with.
 use serde::Deserialize;
 use std::fmt;
+use tcplab_core::scenario::{validate, DirConfig};
 
 /// A one-line configuration error: `<field>: <problem>`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,61 +35,6 @@ pub struct Endpoint {
     #[serde(default)]
     pub netns: Option<String>,
     pub dev: String,
-}
-
-/// The queue of one direction (`limit_pkts` or `limit_bytes`; DropTail only).
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-pub struct QueueConfig {
-    #[serde(default = "droptail")]
-    pub kind: String,
-    #[serde(default)]
-    pub limit_pkts: Option<u64>,
-    #[serde(default)]
-    pub limit_bytes: Option<u64>,
-}
-
-fn droptail() -> String {
-    "droptail".into()
-}
-
-/// Two-state Markov loss (Gilbert-Elliott), stepped per packet that enters service.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct GilbertElliott {
-    pub kind: String,
-    /// Probability of moving from the good to the bad state at a packet.
-    pub p_gb: f64,
-    /// Probability of moving from the bad to the good state at a packet.
-    pub p_bg: f64,
-    #[serde(default)]
-    pub loss_good: f64,
-    pub loss_bad: f64,
-}
-
-/// One point of a rate trace: from `t_ns` on, `rate_bps` and (if given) `delay_ns`.
-pub type RatePoint = (u64, u64, Option<u64>);
-
-/// One direction of a link (the emulated subset of the scenario's `DirConfig`).
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-pub struct DirConfig {
-    pub rate_bps: u64,
-    pub delay_ns: u64,
-    #[serde(default)]
-    pub per: f64,
-    #[serde(default)]
-    pub ber: f64,
-    pub queue: QueueConfig,
-    #[serde(default)]
-    pub ecn_threshold_pkts: Option<u64>,
-    #[serde(default)]
-    pub loss: Option<GilbertElliott>,
-    /// `[start_ns, end_ns)` intervals (from the start of the measurement) when the link is down.
-    #[serde(default)]
-    pub outages: Vec<(u64, u64)>,
-    #[serde(default)]
-    pub rate_trace: Option<Vec<RatePoint>>,
-    #[serde(default)]
-    pub delivery_trace: Option<serde_json::Value>,
 }
 
 /// A bidirectional link between TUN devices `a` and `b`: `forward` carries `a` → `b`.
@@ -151,93 +98,45 @@ impl EmuConfig {
                     return Err(err(&field, "an interface name of 1 to 15 characters"));
                 }
             }
-            link.forward.check(&format!("links[{i}].forward"))?;
-            link.reverse.check(&format!("links[{i}].reverse"))?;
+            check_dir(&format!("links[{i}].forward"), &link.forward)?;
+            check_dir(&format!("links[{i}].reverse"), &link.reverse)?;
         }
         Ok(())
     }
 }
 
-impl DirConfig {
-    fn check(&self, at: &str) -> Result<(), ConfigError> {
-        if self.rate_bps < MIN_RATE_BPS {
-            return Err(err(&format!("{at}.rate_bps"), "must be at least 1000"));
-        }
-        if self.delay_ns > MAX_DELAY_NS {
-            return Err(err(&format!("{at}.delay_ns"), "must be at most 60 s"));
-        }
-        for (name, p) in [("per", self.per), ("ber", self.ber)] {
-            if !(0.0..1.0).contains(&p) {
-                return Err(err(&format!("{at}.{name}"), "must be in [0, 1)"));
-            }
-        }
-        let q = &self.queue;
-        if q.kind != "droptail" {
-            return Err(err(
-                &format!("{at}.queue.kind"),
-                format!("{:?} is not emulated; allowed: droptail", q.kind),
-            ));
-        }
-        match (q.limit_pkts, q.limit_bytes) {
-            (Some(n), None) if n >= 1 => {}
-            (None, Some(b)) if b >= 1 => {}
-            _ => {
-                return Err(err(
-                    &format!("{at}.queue"),
-                    "exactly one of limit_pkts / limit_bytes (>= 1)",
-                ))
-            }
-        }
-        if let Some(ge) = &self.loss {
-            if ge.kind != "gilbert_elliott" {
-                return Err(err(&format!("{at}.loss.kind"), "allowed: gilbert_elliott"));
-            }
-            for (name, p) in [
-                ("p_gb", ge.p_gb),
-                ("p_bg", ge.p_bg),
-                ("loss_good", ge.loss_good),
-                ("loss_bad", ge.loss_bad),
-            ] {
-                if !(0.0..=1.0).contains(&p) {
-                    return Err(err(&format!("{at}.loss.{name}"), "must be in [0, 1]"));
-                }
-            }
-        }
-        for (k, &(start, end)) in self.outages.iter().enumerate() {
-            if start >= end {
-                return Err(err(
-                    &format!("{at}.outages[{k}]"),
-                    "start must be before end",
-                ));
-            }
-        }
-        if let Some(trace) = &self.rate_trace {
-            if trace.first().map(|p| p.0) != Some(0) {
-                return Err(err(&format!("{at}.rate_trace"), "must start at t_ns = 0"));
-            }
-            for (k, w) in trace.windows(2).enumerate() {
-                if w[1].0 <= w[0].0 {
-                    return Err(err(
-                        &format!("{at}.rate_trace[{}]", k + 1),
-                        "times must increase",
-                    ));
-                }
-            }
-            if trace.iter().any(|p| p.1 < MIN_RATE_BPS) {
-                return Err(err(
-                    &format!("{at}.rate_trace"),
-                    "rates must be at least 1000",
-                ));
-            }
-        }
-        if self.delivery_trace.as_ref().is_some_and(|v| !v.is_null()) {
-            return Err(err(
-                &format!("{at}.delivery_trace"),
-                "Mahimahi delivery traces are not emulated (only simulated)",
-            ));
-        }
-        Ok(())
+/// The core's check of a link direction, then what the emulator adds.
+fn check_dir(at: &str, d: &DirConfig) -> Result<(), ConfigError> {
+    validate::dir(at, d).map_err(|e| ConfigError(e.0))?;
+    if d.rate_bps < MIN_RATE_BPS
+        || d.rate_trace
+            .as_ref()
+            .is_some_and(|t| t.iter().any(|p| p.rate_bps < MIN_RATE_BPS))
+    {
+        return Err(err(&format!("{at}.rate_bps"), "must be at least 1000"));
     }
+    let longest = d
+        .rate_trace
+        .iter()
+        .flatten()
+        .filter_map(|p| p.delay_ns)
+        .fold(d.delay_ns, u64::max);
+    if longest > MAX_DELAY_NS {
+        return Err(err(&format!("{at}.delay_ns"), "must be at most 60 s"));
+    }
+    if d.queue.kind != "droptail" {
+        return Err(err(
+            &format!("{at}.queue.kind"),
+            format!("{:?} is not emulated; allowed: droptail", d.queue.kind),
+        ));
+    }
+    if d.delivery_trace.is_some() {
+        return Err(err(
+            &format!("{at}.delivery_trace"),
+            "Mahimahi delivery traces are not emulated (only simulated)",
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -266,9 +165,12 @@ mod tests {
     }
 
     #[test]
-    fn unknown_simulator_keys_are_ignored_but_codel_is_refused() {
+    fn a_key_the_scenario_does_not_have_is_refused_and_so_is_codel() {
+        // The emulator reads the scenario's own DirConfig: what the simulator would refuse,
+        // the emulator refuses too.
         let extra = GEO.replace("\"per\"", "\"future_key\": 3, \"per\"");
-        assert!(EmuConfig::from_json(&config(&extra)).is_ok());
+        let e = EmuConfig::from_json(&config(&extra)).unwrap_err();
+        assert!(e.0.contains("future_key"), "{e}");
         let codel = GEO.replace("droptail", "codel");
         let e = EmuConfig::from_json(&config(&codel)).unwrap_err();
         assert!(e.0.contains("links[0].forward.queue.kind"), "{e}");
@@ -288,7 +190,7 @@ mod tests {
     fn per_out_of_range_names_the_field() {
         let bad = GEO.replace("1e-4", "1.5");
         let e = EmuConfig::from_json(&config(&bad)).unwrap_err();
-        assert_eq!(e.0, "links[0].forward.per: must be in [0, 1)");
+        assert_eq!(e.0, "links[0].forward.per: 1.5 must be in [0, 1)");
     }
 
     #[test]

@@ -20,7 +20,7 @@ use std::collections::VecDeque;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::Ordering;
-use tcplab_core::time::SimTime;
+use tcplab_core::engine::time::SimTime;
 
 /// Largest packet read (a TUN without offloads delivers at most its MTU; 64 KiB is safe).
 const READ_BUF_BYTES: usize = 65_536;
@@ -207,7 +207,7 @@ impl Engine {
                     }
                     dir.line.push_back(Parked { at, buf });
                 }
-                Verdict::Dropped(_) | Verdict::LossModelDrop | Verdict::OutageDrop => {}
+                Verdict::Dropped(_) => {}
             }
         }
         Ok(())

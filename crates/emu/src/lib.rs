@@ -1,10 +1,11 @@
 //! tcplab-emu: a user-space link emulator that applies tcplab's link model to real packets.
 //!
 //! The kernel routes packets into TUN devices; the emulator reads them, asks the
-//! simulator's own `net::link::Link` (rate, DropTail queue, PER/BER) — plus Gilbert-Elliott
-//! loss, outages and rate traces — when each packet would leave the far end of the link,
-//! and writes it into the TUN device at that end at that instant. So the emulated link is
-//! the simulated link, run on the wall clock.
+//! simulator's own `net::link::Link`, built from the scenario's `DirConfig` (rate, DropTail
+//! queue, PER/BER or Gilbert-Elliott loss, ECN marking, outages, rate traces), when each
+//! packet would leave the far end of the link, and writes it into the TUN device at that
+//! end at that instant. So the emulated link is the simulated link, run on the wall clock,
+//! and its report has the simulator's `LinkResult` shape.
 //!
 //! Modules: `config` (JSON input), `model` (one direction, pure), `engine` (the timing
 //! loop over all links), `report` (the JSON printed at exit), `probe` (UDP probes that

@@ -2,28 +2,25 @@
 //!
 //! `DirModel::offer` is called when a packet is read from the input TUN device, with the
 //! read instant as `now`. It asks `tcplab_core::net::link::Link::admit` — the very code the
-//! simulator runs — whether the DropTail queue has room, when the packet's serialization
-//! ends and whether the error model corrupts it, then applies what the emulator adds on
-//! top of that model (Gilbert-Elliott loss, outages, rate traces) and returns the instant
-//! the packet must leave the far end. The engine holds the packet until then. Everything
-//! here is pure: time comes in as an argument, so the tests drive it with made-up instants.
-use crate::config::{DirConfig, GilbertElliott, RatePoint};
-use tcplab_core::net::link::{stream_name, Admission, ErrorModel, Link, LinkStats, QueueLimit};
-use tcplab_core::rng::SimRng;
-use tcplab_core::stats::{LogHistogram, TimeWeighted};
-use tcplab_core::time::{serialization_time, SimDuration, SimTime};
+//! simulator runs, built from the same `DirConfig` by `Link::from_config` — whether the
+//! DropTail queue has room, whether the link is down (outages), when the packet's
+//! serialization ends under the rate trace in force and whether the loss model (PER/BER or
+//! Gilbert-Elliott, drawn from the simulator's random substreams) corrupts it, and returns
+//! the instant the packet must leave the far end. The engine holds the packet until then.
+//! Everything here is pure: time comes in as an argument, so the tests drive it with
+//! made-up instants.
+use tcplab_core::engine::stats::{LogHistogram, TimeWeighted};
+use tcplab_core::engine::time::{SimDuration, SimTime};
+use tcplab_core::net::link::{Admission, Link, LinkStats};
+use tcplab_core::scenario::DirConfig;
 
 /// What happens to an offered packet.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Verdict {
     /// Write it to the far end at `at`; `ce`: set the ECN field to Congestion Experienced.
     Deliver { at: SimTime, ce: bool },
-    /// The simulator's link dropped it (full queue, PER/BER error, …).
+    /// The simulator's link dropped it (full queue, error or loss model, outage, …).
     Dropped(Admission),
-    /// Lost by the Gilbert-Elliott model.
-    LossModelDrop,
-    /// The link was down (an outage) when the packet's transmission would start.
-    OutageDrop,
 }
 
 /// Per-interval samples of one direction.
@@ -38,7 +35,6 @@ pub struct DirSeries {
 /// Counters the emulator keeps beyond the simulator's `LinkStats`.
 #[derive(Clone, Debug, Default)]
 pub struct EmuCounters {
-    pub outage_drops: u64,
     /// Packets the far-end TUN refused (should stay 0).
     pub write_errors: u64,
     /// Packets still in the delay line when the measurement ended.
@@ -47,51 +43,10 @@ pub struct EmuCounters {
     pub lateness: LogHistogram,
 }
 
-/// A Gilbert-Elliott chain with its own random stream.
-#[derive(Debug)]
-struct GeState {
-    model: GilbertElliott,
-    bad: bool,
-    rng: SimRng,
-}
-
-impl GeState {
-    /// Step the chain for one packet, then decide whether that packet is lost.
-    fn lose(&mut self) -> bool {
-        let switch = if self.bad {
-            self.model.p_bg
-        } else {
-            self.model.p_gb
-        };
-        if self.rng.bernoulli(switch) {
-            self.bad = !self.bad;
-        }
-        let p = if self.bad {
-            self.model.loss_bad
-        } else {
-            self.model.loss_good
-        };
-        self.rng.bernoulli(p)
-    }
-}
-
 /// One direction of an emulated link.
 #[derive(Debug)]
 pub struct DirModel {
-    /// Result name, e.g. `bottleneck.forward`.
-    pub name: String,
-    /// Configured rate (the rate-trace changes only the `Link`'s current rate).
-    pub rate_bps: u64,
     link: Link,
-    ge: Option<GeState>,
-    outages: Vec<(u64, u64)>,
-    rate_trace: Vec<RatePoint>,
-    next_trace: usize,
-    /// Start of the measurement: outages, traces and series count from here.
-    origin: SimTime,
-    /// Latest delivery instant handed out: deliveries stay in FIFO order even when a rate
-    /// trace shortens the delay.
-    last_at: SimTime,
     interval: SimDuration,
     next_sample: SimTime,
     prev_area: u128,
@@ -101,42 +56,12 @@ pub struct DirModel {
 }
 
 impl DirModel {
-    /// A direction named `name` whose loss models draw from substream `name` of `seed`.
+    /// A direction named `name` (e.g. `bottleneck.forward`) whose loss models draw from the
+    /// simulator's substreams of `seed` for that name.
     pub fn new(name: &str, cfg: &DirConfig, seed: u64, interval_ns: u64) -> DirModel {
-        let limit = match (cfg.queue.limit_pkts, cfg.queue.limit_bytes) {
-            (Some(n), _) => QueueLimit::Packets(n),
-            (None, Some(b)) => QueueLimit::Bytes(b),
-            (None, None) => QueueLimit::Unlimited, // refused by the config check
-        };
-        let errors = ErrorModel {
-            per: cfg.per,
-            ber: cfg.ber,
-        };
-        let mut link = Link::new(
-            name,
-            cfg.rate_bps,
-            SimDuration::from_ns(cfg.delay_ns),
-            limit,
-            errors,
-            SimRng::substream(seed, &stream_name(name, "errors")),
-        );
-        link.ecn_threshold_pkts = cfg.ecn_threshold_pkts;
-        let ge = cfg.loss.clone().map(|model| GeState {
-            model,
-            bad: false,
-            rng: SimRng::substream(seed, &stream_name(name, "loss")),
-        });
         let interval = SimDuration::from_ns(interval_ns);
         DirModel {
-            name: name.to_string(),
-            rate_bps: cfg.rate_bps,
-            link,
-            ge,
-            outages: cfg.outages.clone(),
-            rate_trace: cfg.rate_trace.clone().unwrap_or_default(),
-            next_trace: 0,
-            origin: SimTime::ZERO,
-            last_at: SimTime::ZERO,
+            link: Link::from_config(name, cfg, seed),
             interval,
             next_sample: SimTime::ZERO + interval,
             prev_area: 0,
@@ -148,58 +73,17 @@ impl DirModel {
 
     /// Offer a packet of `wire_bytes` (the IP packet) read at `now`; `ect`: ECN-capable.
     pub fn offer(&mut self, now: SimTime, wire_bytes: u32, ect: bool) -> Verdict {
-        self.apply_trace(now);
-        let rel = now.saturating_since(self.origin).ns();
-        if self.in_outage(rel) {
-            self.counters.outage_drops += 1;
-            return Verdict::OutageDrop;
-        }
         match self.link.admit(now, wire_bytes, ect) {
-            Admission::Arrives { at, ce } => {
-                let tx = serialization_time(wire_bytes as u64, self.link.rate_bps);
-                let start = (at - self.link.delay - tx)
-                    .saturating_since(self.origin)
-                    .ns();
-                if start != rel && self.in_outage(start) {
-                    // Queued behind the outage's start: the link is down when its turn comes.
-                    self.counters.outage_drops += 1;
-                    return Verdict::OutageDrop;
-                }
-                if self.ge.as_mut().is_some_and(GeState::lose) {
-                    self.link.stats.error_drops += 1;
-                    return Verdict::LossModelDrop;
-                }
-                let at = at.max(self.last_at);
-                self.last_at = at;
-                Verdict::Deliver { at, ce }
-            }
-            // Every other admission is a drop (full queue, error): one arm, so drop kinds
-            // the simulator's link may add need no change here.
+            Admission::Arrives { at, ce } => Verdict::Deliver { at, ce },
+            // Every other admission is a drop: one arm, so drop kinds the simulator's link
+            // may add need no change here.
             dropped => Verdict::Dropped(dropped),
         }
     }
 
-    fn in_outage(&self, rel_ns: u64) -> bool {
-        self.outages.iter().any(|&(s, e)| s <= rel_ns && rel_ns < e)
-    }
-
-    /// Switch the link to the rate-trace point in force at `now`.
-    fn apply_trace(&mut self, now: SimTime) {
-        let rel = now.saturating_since(self.origin).ns();
-        while let Some(&(t_ns, rate_bps, delay_ns)) = self.rate_trace.get(self.next_trace) {
-            if t_ns > rel {
-                break;
-            }
-            self.link.rate_bps = rate_bps;
-            if let Some(d) = delay_ns {
-                self.link.delay = SimDuration::from_ns(d);
-            }
-            self.next_trace += 1;
-        }
-    }
-
-    /// Start the measurement at `now`: counters and series restart; packets already queued
-    /// or propagating keep their schedule.
+    /// Start the measurement at `now`: counters and series restart, the outages and the
+    /// rate trace count from here; packets already queued or propagating keep their
+    /// schedule.
     pub fn start_measurement(&mut self, now: SimTime) {
         self.link.sample(now);
         let waiting = |tw: &TimeWeighted| TimeWeighted {
@@ -214,11 +98,9 @@ impl DirModel {
             q_bytes: waiting(&stats.q_bytes),
             ..LinkStats::default()
         };
+        self.link.set_origin(now);
         self.counters = EmuCounters::default();
         self.series = DirSeries::default();
-        self.origin = now;
-        self.next_trace = 0;
-        self.apply_trace(now);
         self.next_sample = now + self.interval;
         self.prev_area = 0;
         self.prev_bytes = 0;
@@ -243,7 +125,7 @@ impl DirModel {
             let bits = 8.0 * (bytes - self.prev_bytes) as f64;
             self.series
                 .utilization
-                .push(bits * 1e9 / (self.rate_bps as f64 * span));
+                .push(bits * 1e9 / (self.link.rate_bps as f64 * span));
             self.prev_area = area;
             self.prev_bytes = bytes;
             self.next_sample = t + self.interval;
@@ -255,39 +137,27 @@ impl DirModel {
         self.link.sample(now);
     }
 
+    /// The simulator's link (its name, configured rate and counters).
+    pub fn link(&self) -> &Link {
+        &self.link
+    }
+
     /// The simulator's counters for this direction.
     pub fn stats(&self) -> &LinkStats {
         &self.link.stats
-    }
-
-    /// Start of the measurement.
-    pub fn origin(&self) -> SimTime {
-        self.origin
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::QueueConfig;
+    use tcplab_core::net::topology::Topology;
+    use tcplab_core::scenario::{
+        AccessConfig, BottleneckConfig, LossConfig, RatePoint, ScenarioConfig,
+    };
 
     fn dir(rate_bps: u64, delay_ms: u64, limit_pkts: u64) -> DirConfig {
-        DirConfig {
-            rate_bps,
-            delay_ns: delay_ms * 1_000_000,
-            per: 0.0,
-            ber: 0.0,
-            queue: QueueConfig {
-                kind: "droptail".into(),
-                limit_pkts: Some(limit_pkts),
-                limit_bytes: None,
-            },
-            ecn_threshold_pkts: None,
-            loss: None,
-            outages: vec![],
-            rate_trace: None,
-            delivery_trace: None,
-        }
+        DirConfig::droptail(rate_bps, delay_ms * 1_000_000, limit_pkts)
     }
 
     const MS: u64 = 1_000_000;
@@ -330,19 +200,21 @@ mod tests {
             m.offer(SimTime(105 * MS), 1500, false),
             Verdict::Deliver { .. }
         ));
-        assert_eq!(m.offer(SimTime(112 * MS), 1500, false), Verdict::OutageDrop);
+        assert_eq!(
+            m.offer(SimTime(112 * MS), 1500, false),
+            Verdict::Dropped(Admission::OutageDrop)
+        );
         assert!(matches!(
             m.offer(SimTime(121 * MS), 1500, false),
             Verdict::Deliver { .. }
         ));
-        assert_eq!(m.counters.outage_drops, 1);
+        assert_eq!(m.stats().outage_drops, 1);
     }
 
     #[test]
     fn gilbert_elliott_always_bad_loses_everything() {
         let mut cfg = dir(100_000_000, 0, 1000);
-        cfg.loss = Some(GilbertElliott {
-            kind: "gilbert_elliott".into(),
+        cfg.loss = Some(LossConfig::GilbertElliott {
             p_gb: 1.0,
             p_bg: 0.0,
             loss_good: 0.0,
@@ -350,33 +222,57 @@ mod tests {
         });
         let mut m = DirModel::new("l", &cfg, 1, 1000 * MS);
         for i in 0..10 {
-            assert_eq!(m.offer(SimTime(i * MS), 100, false), Verdict::LossModelDrop);
+            assert_eq!(
+                m.offer(SimTime(i * MS), 100, false),
+                Verdict::Dropped(Admission::ErrorDrop)
+            );
         }
         assert_eq!(m.stats().error_drops, 10);
     }
 
     #[test]
     fn per_uses_the_simulator_error_stream() {
-        // Same seed and name: the emulator drops exactly the packets the simulator's link
-        // with the same substream would drop.
-        let mut cfg = dir(1_000_000_000, 0, 1_000_000);
-        cfg.per = 0.05;
-        let mut m = DirModel::new("l", &cfg, 9, 1000 * MS);
-        let mut sim = Link::new(
-            "l",
-            1_000_000_000,
-            SimDuration::ZERO,
-            QueueLimit::Packets(1_000_000),
-            ErrorModel {
-                per: 0.05,
-                ber: 0.0,
-            },
-            SimRng::substream(9, &stream_name("l", "errors")),
-        );
-        for i in 0..10_000u64 {
-            let a = m.offer(SimTime(i * MS), 1500, false) == Verdict::Dropped(Admission::ErrorDrop);
-            let b = sim.admit(SimTime(i * MS), 1500, false) == Admission::ErrorDrop;
-            assert_eq!(a, b, "packet {i}");
+        // Same seed and link name: the emulator drops exactly the packets the simulator's
+        // link of that scenario drops (common random numbers), for PER and burst loss.
+        let mut per = dir(1_000_000_000, 0, 1_000_000);
+        per.per = 0.05;
+        let mut ge = per.clone();
+        ge.loss = Some(LossConfig::GilbertElliott {
+            p_gb: 0.01,
+            p_bg: 0.2,
+            loss_good: 0.0,
+            loss_bad: 0.5,
+        });
+        for cfg in [per, ge] {
+            let scenario = ScenarioConfig {
+                name: String::new(),
+                seed: 9,
+                duration_ns: 1,
+                interval_ns: 1,
+                bottleneck: Some(BottleneckConfig {
+                    forward: cfg.clone(),
+                    reverse: cfg.clone(),
+                }),
+                path: None,
+                access: AccessConfig {
+                    rate_bps: 1_000_000_000,
+                    delay_ns: 0,
+                    queue_pkts: None,
+                },
+                flows: vec![],
+            };
+            let mut topo = Topology::build(&scenario, &[], &[]);
+            let sim = &mut topo.links[topo.bottleneck_fwd as usize];
+            let mut m = DirModel::new("bottleneck.forward", &cfg, 9, 1000 * MS);
+            let mut drops = 0;
+            for i in 0..10_000u64 {
+                let emu = m.offer(SimTime(i * MS), 1500, false);
+                let simulated = sim.admit(SimTime(i * MS), 1500, false);
+                let lost = emu == Verdict::Dropped(Admission::ErrorDrop);
+                assert_eq!(lost, simulated == Admission::ErrorDrop, "packet {i}");
+                drops += lost as u32;
+            }
+            assert!(drops > 100, "{drops} drops");
         }
     }
 
@@ -385,8 +281,8 @@ mod tests {
         let mut cfg = dir(1_000_000, 100, 100);
         // 1 Mbit/s, 100 ms; from 50 ms: 10 Mbit/s and 10 ms.
         cfg.rate_trace = Some(vec![
-            (0, 1_000_000, None),
-            (50 * MS, 10_000_000, Some(10 * MS)),
+            RatePoint::from((0, 1_000_000, None)),
+            RatePoint::from((50 * MS, 10_000_000, Some(10 * MS))),
         ]);
         let mut m = DirModel::new("l", &cfg, 1, 1000 * MS);
         // 1250 B at 1 Mbit/s = 10 ms: leaves at 110 ms.
@@ -412,6 +308,29 @@ mod tests {
                 ce: false
             }
         );
+    }
+
+    #[test]
+    fn outages_and_the_rate_trace_count_from_the_latest_measurement_start() {
+        // 1 Mbit/s, then 10 Mbit/s 50 ms into the measurement; down 10..20 ms into it.
+        let mut cfg = dir(1_000_000, 0, 100);
+        cfg.rate_trace = Some(vec![
+            RatePoint::from((0, 1_000_000, None)),
+            RatePoint::from((50 * MS, 10_000_000, None)),
+        ]);
+        cfg.outages = vec![(10 * MS, 20 * MS)];
+        let mut m = DirModel::new("l", &cfg, 1, 1000 * MS);
+        m.start_measurement(SimTime(100 * MS));
+        m.start_measurement(SimTime(1000 * MS)); // a second start (SIGUSR1) moves time 0
+        let at = |m: &mut DirModel, ms: u64| match m.offer(SimTime(ms * MS), 1250, false) {
+            Verdict::Deliver { at, .. } => Some(at.ns() / 1_000),
+            _ => None,
+        };
+        // 1250 B: 10 ms at 1 Mbit/s, 1 ms at 10 Mbit/s (µs below).
+        assert_eq!(at(&mut m, 1005), Some(1_015_000));
+        assert_eq!(at(&mut m, 1015), None, "down from 1010 to 1020 ms");
+        assert_eq!(at(&mut m, 1060), Some(1_061_000));
+        assert_eq!(m.stats().outage_drops, 1);
     }
 
     #[test]

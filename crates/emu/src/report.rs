@@ -3,23 +3,14 @@
 //! timing accuracy, and the per-interval series.
 use crate::model::DirModel;
 use serde::Serialize;
+use tcplab_core::result::LinkResult;
 
-/// One direction of one link.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+/// One direction of one link: the simulator's result shape for a link (`LinkResult`,
+/// flattened), then the emulator's own timing accuracy and the per-interval series.
+#[derive(Debug, Clone, Serialize)]
 pub struct DirReport {
-    pub name: String,
-    pub rate_bps: u64,
-    pub packets_tx: u64,
-    pub bytes_tx: u64,
-    pub utilization: f64,
-    pub queue_drops: u64,
-    pub error_drops: u64,
-    pub ecn_marks: u64,
-    pub outage_drops: u64,
-    pub queue_mean_pkts: f64,
-    pub queue_max_pkts: u64,
-    pub queue_mean_bytes: f64,
-    pub queue_max_bytes: u64,
+    #[serde(flatten)]
+    pub link: LinkResult,
     /// Packets the far-end device refused.
     pub write_errors: u64,
     /// Packets still queued or propagating when the measurement ended.
@@ -43,23 +34,9 @@ pub struct SeriesReport {
 impl DirReport {
     /// Summarize `model` over a measurement of `measured_ns`.
     pub fn new(model: &DirModel, measured_ns: u64) -> DirReport {
-        let s = model.stats();
-        let span = measured_ns.max(1) as f64;
         let late = &model.counters.lateness;
         DirReport {
-            name: model.name.clone(),
-            rate_bps: model.rate_bps,
-            packets_tx: s.packets_tx,
-            bytes_tx: s.bytes_tx,
-            utilization: 8.0 * s.bytes_tx as f64 * 1e9 / (model.rate_bps as f64 * span),
-            queue_drops: s.queue_drops,
-            error_drops: s.error_drops,
-            ecn_marks: s.ecn_marks,
-            outage_drops: model.counters.outage_drops,
-            queue_mean_pkts: s.q_pkts.area as f64 / span,
-            queue_max_pkts: s.q_pkts.max,
-            queue_mean_bytes: s.q_bytes.area as f64 / span,
-            queue_max_bytes: s.q_bytes.max,
+            link: LinkResult::from_link(model.link(), measured_ns.max(1)),
             write_errors: model.counters.write_errors,
             in_flight_at_end: model.counters.in_flight_at_end,
             late_count: late.count(),
@@ -76,11 +53,40 @@ impl DirReport {
 }
 
 /// The whole report.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize)]
 pub struct Report {
     /// `CLOCK_MONOTONIC` at the emulator's time zero and at the measurement's start.
     pub t0_mono_ns: u64,
     pub measure_start_mono_ns: u64,
     pub measured_ns: u64,
     pub links: Vec<DirReport>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tcplab_core::engine::time::SimTime;
+    use tcplab_core::scenario::DirConfig;
+
+    #[test]
+    fn a_direction_has_the_simulators_link_fields_then_the_emulators() {
+        let dir: DirConfig = serde_json::from_str(
+            r#"{"rate_bps": 12000000, "delay_ns": 0, "queue": {"limit_pkts": 10}}"#,
+        )
+        .unwrap();
+        let mut m = DirModel::new("bottleneck.forward", &dir, 1, 10_000_000);
+        for _ in 0..3 {
+            m.offer(SimTime(0), 1500, false);
+        }
+        m.finish(SimTime(10_000_000));
+        let text = serde_json::to_string(&DirReport::new(&m, 10_000_000)).unwrap();
+        let sim = serde_json::to_string(&LinkResult::from_link(m.link(), 10_000_000)).unwrap();
+        assert!(text.starts_with(sim.trim_end_matches('}')), "{text}");
+        let report: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(report["name"], "bottleneck.forward");
+        // 3 × 1500 B at 12 Mbit/s = 3 ms of 10 ms busy; two packets waited 1 and 2 ms.
+        assert_eq!(report["utilization"], 0.3);
+        assert_eq!(report["queue_mean_pkts"], 0.3);
+        assert!(report.get("late_p99_ns").is_some());
+    }
 }

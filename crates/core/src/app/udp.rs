@@ -4,9 +4,9 @@
 //!
 //! Packet k leaves at `start + ⌈k · bits · 1e9 / rate⌉` ns, so the rate is exact over any
 //! horizon (no accumulated rounding).
+use crate::engine::stats::LogHistogram;
+use crate::engine::time::SimTime;
 use crate::net::packet::{Packet, PacketKind, UDP_HEADER_BYTES};
-use crate::stats::LogHistogram;
-use crate::time::SimTime;
 
 /// A CBR source.
 #[derive(Debug, Clone)]
@@ -36,7 +36,7 @@ impl UdpSource {
     fn due(&self, k: u64) -> SimTime {
         let bits = self.packet_bytes as u128 * 8;
         let ns = (k as u128 * bits * 1_000_000_000).div_ceil(self.rate_bps as u128);
-        self.start + crate::time::SimDuration(ns as u64)
+        self.start + crate::engine::time::SimDuration(ns as u64)
     }
 
     pub fn start(&mut self, now: SimTime) {

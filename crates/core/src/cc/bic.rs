@@ -23,7 +23,7 @@
 //! - Entering Loss (RTO) resets all state (Wmax included). Undo is Reno's.
 use super::{AckSample, CaState, CcInfo, CongestionControl, FlowInit, LossKind, ParamSpec};
 use super::{CwndEvent, Params, Window};
-use crate::config::ConfigError;
+use crate::scenario::ConfigError;
 
 const BETA_SCALE: u32 = 1024;
 /// Binary search divisor: go to (max + min)/B.
@@ -216,10 +216,6 @@ impl Bic {
 }
 
 impl CongestionControl for Bic {
-    fn name(&self) -> &'static str {
-        "bic"
-    }
-
     fn on_cwnd_event(&mut self, w: &mut Window, _ev: CwndEvent) {
         self.ensure_init(w);
     }
@@ -283,7 +279,7 @@ impl CongestionControl for Bic {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time::SimTime;
+    use crate::engine::time::SimTime;
     use std::collections::BTreeMap;
 
     fn bic() -> (Bic, Window) {

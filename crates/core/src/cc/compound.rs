@@ -42,7 +42,7 @@ use super::{
     AckSample, CaState, CcInfo, CongestionControl, CwndEvent, FlowInit, LossKind, ParamSpec,
     Params, Window,
 };
-use crate::config::ConfigError;
+use crate::scenario::ConfigError;
 
 pub const PARAMS: &[ParamSpec] = &[
     ParamSpec {
@@ -191,10 +191,6 @@ impl Compound {
 }
 
 impl CongestionControl for Compound {
-    fn name(&self) -> &'static str {
-        "compound"
-    }
-
     fn cong_avoid(&mut self, w: &mut Window, acked: u32) {
         self.sync(w);
         if !w.is_cwnd_limited() {
@@ -277,7 +273,7 @@ impl CongestionControl for Compound {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time::SimDuration;
+    use crate::engine::time::SimDuration;
     use std::collections::BTreeMap;
 
     const MSS: u64 = 1448;

@@ -9,7 +9,7 @@ use super::{
     AckSample, CaState, CcInfo, CongestionControl, CwndEvent, FlowInit, LossKind, ParamSpec,
     Params, Window,
 };
-use crate::config::ConfigError;
+use crate::scenario::ConfigError;
 
 const BETA_SCALE: u32 = 1024;
 /// 2^BICTCP_HZ time units per second.
@@ -349,10 +349,6 @@ impl Cubic {
 }
 
 impl CongestionControl for Cubic {
-    fn name(&self) -> &'static str {
-        "cubic"
-    }
-
     fn on_congestion_event(&mut self, w: &mut Window, _kind: LossKind) -> u32 {
         self.ensure_init(w);
         self.epoch_start = 0;
@@ -427,7 +423,7 @@ impl CongestionControl for Cubic {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time::{SimDuration, SimTime};
+    use crate::engine::time::{SimDuration, SimTime};
     use std::collections::BTreeMap;
 
     fn cubic() -> (Cubic, Window) {

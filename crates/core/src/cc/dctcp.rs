@@ -36,7 +36,7 @@
 //! per-window fractions are unchanged (every ACK is counted in exactly one window).
 use super::{CaState, CcInfo, CongestionControl, CwndEvent, FlowInit, LossKind, ParamSpec};
 use super::{Params, Window};
-use crate::config::ConfigError;
+use crate::scenario::ConfigError;
 
 /// Linux `DCTCP_MAX_ALPHA`: α = 1 in fixed point.
 pub const DCTCP_MAX_ALPHA: u32 = 1024;
@@ -116,10 +116,6 @@ impl Dctcp {
 }
 
 impl CongestionControl for Dctcp {
-    fn name(&self) -> &'static str {
-        "dctcp"
-    }
-
     /// Linux `dctcp_update_alpha` (the `in_ack_event` hook).
     fn on_ack_event(&mut self, w: &mut Window, _flags: super::AckFlags) {
         if w.snd_una < self.next_seq {

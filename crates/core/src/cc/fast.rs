@@ -44,7 +44,7 @@ use super::{
     AckSample, CaState, CcInfo, CongestionControl, CwndEvent, FlowInit, LossKind, ParamSpec,
     Params, Window,
 };
-use crate::config::ConfigError;
+use crate::scenario::ConfigError;
 
 pub const PARAMS: &[ParamSpec] = &[
     ParamSpec {
@@ -170,10 +170,6 @@ impl Fast {
 }
 
 impl CongestionControl for Fast {
-    fn name(&self) -> &'static str {
-        "fast"
-    }
-
     fn on_pkts_acked(&mut self, w: &mut Window, s: &AckSample) {
         let Some(rtt) = s.rtt else { return };
         let r = rtt.ns().max(1);
@@ -240,7 +236,7 @@ impl CongestionControl for Fast {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time::SimDuration;
+    use crate::engine::time::SimDuration;
     use std::collections::BTreeMap;
 
     const MSS: u64 = 1448;

@@ -21,7 +21,7 @@
 //!
 //! Undo is Reno's.
 use super::{CcInfo, CongestionControl, FlowInit, LossKind, Params, Window};
-use crate::config::ConfigError;
+use crate::scenario::ConfigError;
 
 /// RFC 3649 Appendix B, as Linux `hstcp_aimd_vals`: (upper window bound w_i in packets,
 /// decrease md_i = ⌊256·b(w_i)⌋). Row i has the increase a = i + 1.
@@ -144,10 +144,6 @@ impl HighSpeed {
 }
 
 impl CongestionControl for HighSpeed {
-    fn name(&self) -> &'static str {
-        "highspeed"
-    }
-
     fn on_cwnd_event(&mut self, w: &mut Window, _ev: super::CwndEvent) {
         self.ensure_init(w);
     }

@@ -35,7 +35,7 @@
 //! simulator's clock starts at 0, so an `Option` is used instead.
 use super::{AckSample, CaState, CcInfo, CongestionControl, CwndEvent, FlowInit, LossKind};
 use super::{ParamSpec, Params, Window};
-use crate::config::ConfigError;
+use crate::scenario::ConfigError;
 
 /// 1.0 in α's fixed point (<< 7).
 const ALPHA_BASE: u32 = 1 << 7;
@@ -257,10 +257,6 @@ impl Htcp {
 }
 
 impl CongestionControl for Htcp {
-    fn name(&self) -> &'static str {
-        "htcp"
-    }
-
     fn on_cwnd_event(&mut self, w: &mut Window, _ev: CwndEvent) {
         self.ensure_init(w);
     }
@@ -375,7 +371,7 @@ impl CongestionControl for Htcp {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time::{SimDuration, SimTime};
+    use crate::engine::time::{SimDuration, SimTime};
     use std::collections::BTreeMap;
 
     const T0: u64 = 10_000_000_000; // 10 s: jiffies 10000 at HZ 1000

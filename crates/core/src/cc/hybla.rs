@@ -33,7 +33,7 @@ use super::{
     AckFlags, AckSample, CaState, CcInfo, CongestionControl, CwndEvent, FlowInit, LossKind,
     ParamSpec, Params, Window,
 };
-use crate::config::ConfigError;
+use crate::scenario::ConfigError;
 
 /// `snd_cwnd_clamp` set by `hybla_init`.
 const HYBLA_CWND_CLAMP: u32 = 65_535;
@@ -95,7 +95,7 @@ impl Hybla {
             rho_3ls: 0,
             rho2_7ls: 0,
             minrtt_us: 0,
-            reno: Reno::new(p, init, "reno")?,
+            reno: Reno::new(p, init)?,
         })
     }
 
@@ -132,10 +132,6 @@ impl Hybla {
 }
 
 impl CongestionControl for Hybla {
-    fn name(&self) -> &'static str {
-        "hybla"
-    }
-
     fn on_ack_event(&mut self, w: &mut Window, _flags: AckFlags) {
         self.ensure_init(w);
     }
@@ -217,7 +213,7 @@ impl CongestionControl for Hybla {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time::SimDuration;
+    use crate::engine::time::SimDuration;
     use std::collections::BTreeMap;
 
     /// A Hybla flow initialised (TX_START) with an SRTT of `srtt_ms`, IW 10.

@@ -20,7 +20,7 @@
 use super::{
     AckSample, CaState, CcInfo, CongestionControl, FlowInit, LossKind, ParamSpec, Params, Window,
 };
-use crate::config::ConfigError;
+use crate::scenario::ConfigError;
 
 const ALPHA_SHIFT: u32 = 7;
 const ALPHA_SCALE: u32 = 1 << ALPHA_SHIFT;
@@ -183,10 +183,6 @@ impl Illinois {
 }
 
 impl CongestionControl for Illinois {
-    fn name(&self) -> &'static str {
-        "illinois"
-    }
-
     fn on_pkts_acked(&mut self, _w: &mut Window, s: &AckSample) {
         self.acked = s.pkts_acked as u16;
         let Some(rtt) = s.rtt else { return };
@@ -240,7 +236,7 @@ impl CongestionControl for Illinois {
 mod tests {
     use super::*;
     use crate::cc::INFINITE_SSTHRESH;
-    use crate::time::SimDuration;
+    use crate::engine::time::SimDuration;
     use std::collections::BTreeMap;
 
     fn illinois() -> (Illinois, Window) {

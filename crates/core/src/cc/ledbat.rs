@@ -41,7 +41,7 @@
 //! as written), which grows by at most GAIN packets per RTT.
 use super::Window;
 use super::{AckSample, CcInfo, CongestionControl, FlowInit, LossKind, ParamSpec, Params};
-use crate::config::ConfigError;
+use crate::scenario::ConfigError;
 use std::collections::VecDeque;
 
 /// Length of a base-delay bucket (RFC 6817 §2.4.2: "each minimum is measured over a period
@@ -223,10 +223,6 @@ impl Ledbat {
 }
 
 impl CongestionControl for Ledbat {
-    fn name(&self) -> &'static str {
-        "ledbat"
-    }
-
     /// Take the delay sample of an ACK that advanced `snd_una`, and remember the flight
     /// size before it.
     fn on_pkts_acked(&mut self, w: &mut Window, s: &AckSample) {
@@ -288,7 +284,7 @@ impl Ledbat {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time::SimTime;
+    use crate::engine::time::SimTime;
     use std::collections::BTreeMap;
 
     const MS: u64 = 1_000_000;

@@ -18,7 +18,7 @@
 //! range reset makes the next threshold only 15 % of sowd above it. Alone on a path, the
 //! queue of its own slow-start rounds (and the delayed-ACK wait, which the receiver's TSval
 //! includes, at cwnd 1) triggers further cuts: TCP-LP then uses only a small part of an
-//! idle link (see `tests/cc_b.rs`).
+//! idle link (see `tests/delay_based.rs`).
 //!
 //! OWD in this simulator: Linux computes OWD = TSval·(TS_HZ/remote_hz) − TSecr, estimating the
 //! peer's timestamp clock rate `remote_hz` from successive TSval/TSecr pairs (EWMA 1/64),
@@ -33,7 +33,7 @@
 //! timestamps every sample is invalid and TCP-LP behaves as Reno.
 use super::reno::Reno;
 use super::{AckSample, CcInfo, CongestionControl, FlowInit, LossKind, Params, Window};
-use crate::config::ConfigError;
+use crate::scenario::ConfigError;
 
 /// Nanoseconds per tick of the TCP timestamp clock (Linux `TCP_TS_HZ` = 1000).
 const NS_PER_TS_TICK: u64 = 1_000_000;
@@ -83,7 +83,7 @@ impl Lp {
             owd_max_rsv: 0,
             last_drop: 0,
             inference: 0,
-            reno: Reno::new(p, init, "reno")?,
+            reno: Reno::new(p, init)?,
         })
     }
 
@@ -137,10 +137,6 @@ impl Lp {
 }
 
 impl CongestionControl for Lp {
-    fn name(&self) -> &'static str {
-        "lp"
-    }
-
     /// Linux `tcp_lp_pkts_acked`: OWD sample and the early-congestion reaction.
     fn on_pkts_acked(&mut self, w: &mut Window, s: &AckSample) {
         let now = (w.now.ns() / NS_PER_TS_TICK) as u32;
@@ -188,7 +184,7 @@ impl CongestionControl for Lp {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time::{SimDuration, SimTime};
+    use crate::engine::time::{SimDuration, SimTime};
     use std::collections::BTreeMap;
 
     fn lp() -> (Lp, Window) {

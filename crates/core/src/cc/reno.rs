@@ -6,7 +6,7 @@
 //! catalogue's `newreno` is ns-2's agent (`tcp::ns2`); `reno` with `tcp.stack = "ns2"` is
 //! ns-2's Reno.
 use super::{CcInfo, CongestionControl, FlowInit, LossKind, Params, Window};
-use crate::config::ConfigError;
+use crate::scenario::ConfigError;
 
 pub const INFO: CcInfo = CcInfo {
     name: "reno",
@@ -20,21 +20,15 @@ pub const INFO: CcInfo = CcInfo {
 
 /// Linux Reno.
 #[derive(Debug, Clone)]
-pub struct Reno {
-    name: &'static str,
-}
+pub struct Reno;
 
 impl Reno {
-    pub fn new(_p: &Params<'_>, _init: &FlowInit, name: &'static str) -> Result<Self, ConfigError> {
-        Ok(Reno { name })
+    pub fn new(_p: &Params<'_>, _init: &FlowInit) -> Result<Self, ConfigError> {
+        Ok(Reno)
     }
 }
 
 impl CongestionControl for Reno {
-    fn name(&self) -> &'static str {
-        self.name
-    }
-
     fn on_congestion_event(&mut self, w: &mut Window, _kind: LossKind) -> u32 {
         (w.cwnd >> 1).max(2)
     }
@@ -69,7 +63,6 @@ mod tests {
                 mss: 1448,
                 initial_window: 10,
             },
-            "reno",
         )
         .unwrap();
         let mut w = Window::new(10, 1448);

@@ -12,7 +12,7 @@
 //! keeps the 7/8 decrease at every window size (`ssthresh = max(cwnd − cwnd/8, 2)`).
 //! Slow start and undo are Reno's.
 use super::{CcInfo, CongestionControl, FlowInit, LossKind, ParamSpec, Params, Window};
-use crate::config::ConfigError;
+use crate::scenario::ConfigError;
 
 /// Tunables; Linux has them as compile-time constants (`TCP_SCALABLE_AI_CNT`,
 /// `TCP_SCALABLE_MD_SCALE`).
@@ -59,10 +59,6 @@ impl Scalable {
 }
 
 impl CongestionControl for Scalable {
-    fn name(&self) -> &'static str {
-        "scalable"
-    }
-
     /// Linux `tcp_scalable_ssthresh`: cwnd − cwnd/8, at least 2.
     fn on_congestion_event(&mut self, w: &mut Window, _kind: LossKind) -> u32 {
         (w.cwnd - (w.cwnd >> self.md_shift)).max(2)

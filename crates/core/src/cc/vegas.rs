@@ -32,7 +32,7 @@ use super::{
     AckSample, CaState, CcInfo, CongestionControl, CwndEvent, FlowInit, LossKind, ParamSpec,
     Params, Window,
 };
-use crate::config::ConfigError;
+use crate::scenario::ConfigError;
 
 /// Linux initialises baseRTT and minRTT to this "infinite" value (µs).
 pub(crate) const RTT_INFINITE_US: u32 = 0x7fff_ffff;
@@ -233,10 +233,6 @@ impl Vegas {
 }
 
 impl CongestionControl for Vegas {
-    fn name(&self) -> &'static str {
-        "vegas"
-    }
-
     fn on_congestion_event(&mut self, w: &mut Window, _kind: LossKind) -> u32 {
         (w.cwnd >> 1).max(2)
     }
@@ -277,7 +273,7 @@ impl CongestionControl for Vegas {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time::SimDuration;
+    use crate::engine::time::SimDuration;
     use std::collections::BTreeMap;
 
     const MSS: u64 = 1448;

@@ -24,7 +24,7 @@ use super::{
     AckSample, CaState, CcInfo, CongestionControl, CwndEvent, FlowInit, LossKind, ParamSpec,
     Params, Window,
 };
-use crate::config::ConfigError;
+use crate::scenario::ConfigError;
 
 /// Linux `V_PARAM_SHIFT`: N and β are kept with one fractional bit.
 const V_PARAM_SHIFT: u32 = 1;
@@ -94,10 +94,6 @@ impl Veno {
 }
 
 impl CongestionControl for Veno {
-    fn name(&self) -> &'static str {
-        "veno"
-    }
-
     fn on_pkts_acked(&mut self, _w: &mut Window, s: &AckSample) {
         let Some(rtt) = s.rtt else { return };
         let vrtt = (rtt.us().min(i32::MAX as u64) as u32).wrapping_add(1);
@@ -185,7 +181,7 @@ impl CongestionControl for Veno {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time::SimDuration;
+    use crate::engine::time::SimDuration;
     use std::collections::BTreeMap;
 
     fn veno() -> (Veno, Window) {

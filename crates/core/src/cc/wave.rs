@@ -83,9 +83,9 @@ use super::{
     AckFlags, AckSample, CaState, CcInfo, CongestionControl, CwndEvent, FlowInit, LossKind,
     ParamSpec, Params, Window,
 };
-use crate::config::ConfigError;
-use crate::tcp::rate::RateSample;
-use crate::time::{SimDuration, SimTime};
+use crate::engine::time::{SimDuration, SimTime};
+use crate::scenario::ConfigError;
+use crate::tcp::linux::rate::RateSample;
 use std::collections::VecDeque;
 
 /// Fixed-point shift of the RTT weight and of the ATD ratio (kronat `AVG_SCALE`).
@@ -553,10 +553,6 @@ impl Wave {
 }
 
 impl CongestionControl for Wave {
-    fn name(&self) -> &'static str {
-        "wave"
-    }
-
     fn on_ack_event(&mut self, w: &mut Window, _flags: AckFlags) {
         self.close_round(Some(w));
     }

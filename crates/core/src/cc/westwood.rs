@@ -31,7 +31,7 @@ use super::{
     AckFlags, AckSample, CcInfo, CongestionControl, CwndEvent, FlowInit, LossKind, ParamSpec,
     Params, Window,
 };
-use crate::config::ConfigError;
+use crate::scenario::ConfigError;
 
 pub const PARAMS: &[ParamSpec] = &[ParamSpec {
     name: "hz",
@@ -97,7 +97,7 @@ impl Westwood {
             first_ack: true,
             reset_rtt_min: true,
             pending: None,
-            reno: Reno::new(p, init, "reno")?,
+            reno: Reno::new(p, init)?,
         })
     }
 
@@ -214,10 +214,6 @@ fn do_filter(a: u32, b: u32) -> u32 {
 }
 
 impl CongestionControl for Westwood {
-    fn name(&self) -> &'static str {
-        "westwood"
-    }
-
     fn on_ack_event(&mut self, w: &mut Window, flags: AckFlags) {
         self.ensure_init(w);
         self.pending = Some(flags);
@@ -265,7 +261,7 @@ impl CongestionControl for Westwood {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time::{SimDuration, SimTime};
+    use crate::engine::time::{SimDuration, SimTime};
     use std::collections::BTreeMap;
 
     const MSS: u32 = 1448;

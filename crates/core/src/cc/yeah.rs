@@ -29,7 +29,7 @@ use super::{
     AckSample, CaState, CcInfo, CongestionControl, CwndEvent, FlowInit, LossKind, ParamSpec,
     Params, Window,
 };
-use crate::config::ConfigError;
+use crate::scenario::ConfigError;
 
 /// Linux `TCP_SCALABLE_AI_CNT`.
 const SCALABLE_AI_CNT: u32 = 100;
@@ -176,10 +176,6 @@ impl Yeah {
 }
 
 impl CongestionControl for Yeah {
-    fn name(&self) -> &'static str {
-        "yeah"
-    }
-
     fn cong_avoid(&mut self, w: &mut Window, acked: u32) {
         self.ensure_clamp(w);
         if !w.is_cwnd_limited() {
@@ -242,7 +238,7 @@ impl CongestionControl for Yeah {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time::SimDuration;
+    use crate::engine::time::SimDuration;
     use std::collections::BTreeMap;
 
     const MSS: u64 = 1448;

@@ -32,14 +32,14 @@
 //! Loss (per/ber or Gilbert–Elliott) applies to packets that enter service; counters
 //! separate tail drops (`queue_drops`), early/dequeue drops (`aqm_drops`), outage losses
 //! (`outage_drops`) and errors (`error_drops`).
-use crate::config::{DirConfig, LossConfig};
-use crate::net::codel::{Codel, PacketQueue, Queued};
+use crate::engine::rng::SimRng;
+use crate::engine::stats::TimeWeighted;
+use crate::engine::time::{serialization_time, SimDuration, SimTime};
+use crate::net::aqm::codel::{Codel, PacketQueue, Queued};
+use crate::net::aqm::red::{Red, RedVerdict};
 use crate::net::loss::GilbertElliott;
-use crate::net::red::{Red, RedVerdict};
 use crate::net::trace::{DeliveryTrace, Outages, Plan, RateTrace, Service};
-use crate::rng::SimRng;
-use crate::stats::TimeWeighted;
-use crate::time::{serialization_time, SimDuration, SimTime};
+use crate::scenario::{DirConfig, LossConfig};
 use std::collections::VecDeque;
 
 /// Queue size limit (the packet in service is not counted, as in ns-3 and Linux qdiscs).
@@ -151,6 +151,8 @@ struct LinkModel {
     /// Event-driven links: the waiting packets, and whether a wake-up is scheduled.
     queue: PacketQueue,
     wake_pending: bool,
+    /// Time 0 of the outage and trace schedules (`set_origin`).
+    origin: SimTime,
 }
 
 /// One direction of a link.
@@ -266,9 +268,22 @@ impl Link {
                 last_arrival: SimTime::ZERO,
                 queue: PacketQueue::default(),
                 wake_pending: false,
+                origin: SimTime::ZERO,
             }));
         }
         l
+    }
+
+    /// Count the outages and the rate or delivery trace from `origin` instead of from 0
+    /// (the emulator's measurement starts when the traffic does); never earlier than a
+    /// previous origin. The simulator's links keep origin 0.
+    pub fn set_origin(&mut self, origin: SimTime) {
+        if let Some(m) = self.model.as_deref_mut() {
+            let by = origin.since(m.origin);
+            m.outages.delay_by(by);
+            m.service.delay_by(by);
+            m.origin = origin;
+        }
     }
 
     /// The link keeps packets in a real queue (CoDel) and needs `LinkWake` events.
@@ -338,18 +353,7 @@ impl Link {
         };
         let end = start + serialization_time(wire_bytes as u64, self.rate_bps);
         self.busy_until = end;
-        if start > now {
-            self.waiting.push_back((start, wire_bytes));
-            self.waiting_bytes += wire_bytes as u64;
-            self.stats.q_pkts.set(now.ns(), self.waiting.len() as u64);
-            self.stats.q_bytes.set(now.ns(), self.waiting_bytes);
-        }
-        self.stats.packets_tx += 1;
-        self.stats.bytes_tx += wire_bytes as u64;
-        if ce {
-            // Counted only for packets that enter the queue (a full queue drops instead).
-            self.stats.ecn_marks += 1;
-        }
+        self.enter_service(now, start, wire_bytes, ce);
         if !self.errors.is_lossless() {
             let p = self.errors.packet_error_prob(wire_bytes);
             if self.rng.bernoulli(p) {
@@ -360,6 +364,24 @@ impl Link {
         Admission::Arrives {
             at: end + self.delay,
             ce,
+        }
+    }
+
+    /// An analytic link admitted a packet of `wire_bytes` at `now` whose service starts at
+    /// `start`: it waits until then, and it counts as transmitted (and CE-marked: marks
+    /// count only for packets that enter the queue; a full queue drops instead).
+    #[inline]
+    fn enter_service(&mut self, now: SimTime, start: SimTime, wire_bytes: u32, ce: bool) {
+        if start > now {
+            self.waiting.push_back((start, wire_bytes));
+            self.waiting_bytes += wire_bytes as u64;
+            self.stats.q_pkts.set(now.ns(), self.waiting.len() as u64);
+            self.stats.q_bytes.set(now.ns(), self.waiting_bytes);
+        }
+        self.stats.packets_tx += 1;
+        self.stats.bytes_tx += wire_bytes as u64;
+        if ce {
+            self.stats.ecn_marks += 1;
         }
     }
 
@@ -437,17 +459,8 @@ impl Link {
             return Admission::OutageDrop;
         }
         Self::commit(m, &plan, &mut self.busy_until);
-        if plan.start > now {
-            self.waiting.push_back((plan.start, wire_bytes));
-            self.waiting_bytes += wire_bytes as u64;
-            self.stats.q_pkts.set(now.ns(), self.waiting.len() as u64);
-            self.stats.q_bytes.set(now.ns(), self.waiting_bytes);
-        }
-        self.stats.packets_tx += 1;
-        self.stats.bytes_tx += wire_bytes as u64;
-        if ce {
-            self.stats.ecn_marks += 1;
-        }
+        self.enter_service(now, plan.start, wire_bytes, ce);
+        let m = self.model.as_deref_mut().expect("modelled link");
         if Self::lost(&mut m.loss, &self.errors, &mut self.rng, wire_bytes) {
             self.stats.error_drops += 1;
             return Admission::ErrorDrop;
@@ -795,29 +808,14 @@ mod tests {
 #[cfg(test)]
 mod model_tests {
     use super::*;
-    use crate::config::{CodelConfig, DeliveryTraceConfig, QueueConfig, RatePoint, RedConfig};
+    use crate::scenario::{CodelConfig, DeliveryTraceConfig, RatePoint, RedConfig};
 
     const MS: u64 = 1_000_000;
 
     fn dir(kind: &str) -> DirConfig {
-        DirConfig {
-            rate_bps: 4_000_000,
-            delay_ns: 250 * MS,
-            per: 0.0,
-            ber: 0.0,
-            queue: QueueConfig {
-                kind: kind.into(),
-                limit_pkts: Some(1000),
-                limit_bytes: None,
-                red: None,
-                codel: None,
-            },
-            ecn_threshold_pkts: None,
-            loss: None,
-            outages: Vec::new(),
-            rate_trace: None,
-            delivery_trace: None,
-        }
+        let mut d = DirConfig::droptail(4_000_000, 250 * MS, 1000);
+        d.queue.kind = kind.into();
+        d
     }
 
     fn arrives(a: Admission) -> Option<u64> {

@@ -5,7 +5,7 @@
 //! The stationary probability of the bad state is π_bad = p_gb / (p_gb + p_bg), so the
 //! long-run loss rate is π_bad · loss_bad + (1 − π_bad) · loss_good, and a stay in the bad
 //! state lasts 1/p_bg packets on average (geometric). The chain starts in the good state.
-use crate::rng::SimRng;
+use crate::engine::rng::SimRng;
 
 /// Parameters and state of a Gilbert–Elliott channel.
 #[derive(Clone, Debug)]

@@ -151,11 +151,6 @@ impl PacketPool {
     pub fn live(&self) -> usize {
         self.slots.len() - self.free.len()
     }
-
-    /// Slots ever allocated (high-water mark).
-    pub fn capacity_used(&self) -> usize {
-        self.slots.len()
-    }
 }
 
 #[cfg(test)]

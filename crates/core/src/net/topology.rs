@@ -9,11 +9,11 @@
 //!
 //! Link numbering: segment `s` has forward link `2s` and reverse link `2s + 1` (so the
 //! dumbbell's bottleneck is links 0 and 1), then four access links per flow.
-use crate::config::{AccessConfig, DirConfig, ScenarioConfig, SegmentConfig};
-use crate::event::Side;
+use crate::engine::rng::SimRng;
+use crate::engine::time::SimDuration;
 use crate::net::link::{stream_name, ErrorModel, Link, QueueLimit};
-use crate::rng::SimRng;
-use crate::time::SimDuration;
+use crate::scenario::{AccessConfig, DirConfig, ScenarioConfig, SegmentConfig};
+use crate::tcp::connection::Side;
 
 /// Router-side access interfaces buffer like a Linux NIC's default `txqueuelen`; host-side
 /// interfaces never drop their own packets (TCP Small Queues back-pressure instead).
@@ -187,7 +187,7 @@ impl Topology {
                 dest: Dest::Udp { flow: flow as u32 },
             });
         }
-        let slowest = crate::config::bottleneck_segment(&segs);
+        let slowest = crate::scenario::bottleneck_segment(&segs);
         Topology {
             bottleneck_fwd: segments.get(slowest).map_or(0, |s| s.1),
             bottleneck_rev: segments.get(slowest).map_or(1, |s| s.2),

@@ -9,8 +9,8 @@
 //! can begin at `start` (the queue ahead of it is served) — when does it start, when is the
 //! transmitter free again, and when does it reach the far end? The link then commits the
 //! plan, or drops the packet (an outage) without touching the service state.
-use crate::config::{DeliveryTraceConfig, RatePoint};
-use crate::time::{serialization_time, SimDuration, SimTime};
+use crate::engine::time::{serialization_time, SimDuration, SimTime};
+use crate::scenario::{DeliveryTraceConfig, RatePoint};
 
 /// `[start, end)` intervals during which a link is down (sorted, disjoint).
 #[derive(Clone, Debug, Default)]
@@ -32,6 +32,14 @@ impl Outages {
 
     pub fn is_empty(&self) -> bool {
         self.spans.is_empty()
+    }
+
+    /// Move every span later by `by` (the schedule starts at `by` instead of 0).
+    pub fn delay_by(&mut self, by: SimDuration) {
+        for s in &mut self.spans {
+            *s = (s.0 + by, s.1 + by);
+        }
+        self.cursor = 0;
     }
 
     /// True if the link is down at `t`.
@@ -77,6 +85,15 @@ impl RateTrace {
         }
     }
 
+    /// Move every step later by `by`: the first step's values hold until `by`.
+    pub fn delay_by(&mut self, by: SimDuration) {
+        for s in self.steps.iter_mut().skip(1) {
+            s.0 += by;
+        }
+        self.rate_cursor = 0;
+        self.delay_cursor = 0;
+    }
+
     /// Index of the step in force at `t`, moving `cursor` forward.
     #[inline]
     fn step_at(steps: &[(SimTime, u64, SimDuration)], cursor: &mut usize, t: SimTime) -> usize {
@@ -112,6 +129,8 @@ pub struct DeliveryTrace {
     opps: Vec<u64>,
     period: u64,
     budget: u32,
+    /// The instant the first period starts.
+    origin: u64,
     /// The opportunity the last packet left with and the bytes it has carried.
     last: Option<(u64, u32)>,
 }
@@ -122,21 +141,29 @@ impl DeliveryTrace {
             opps: c.opportunities_ns.clone(),
             period: c.period_ns,
             budget: c.bytes_per_opportunity,
+            origin: 0,
             last: None,
         }
+    }
+
+    /// Start the periods `by` later.
+    pub fn delay_by(&mut self, by: SimDuration) {
+        self.origin += by.ns();
+        self.last = None;
     }
 
     /// Instant of opportunity `k`.
     #[inline]
     pub fn time_of(&self, k: u64) -> SimTime {
         let n = self.opps.len() as u64;
-        SimTime((k / n) * self.period + self.opps[(k % n) as usize])
+        SimTime(self.origin + (k / n) * self.period + self.opps[(k % n) as usize])
     }
 
     /// The first opportunity at or after `t`.
     pub fn first_at_or_after(&self, t: SimTime) -> u64 {
         let n = self.opps.len() as u64;
-        let (c, r) = (t.ns() / self.period, t.ns() % self.period);
+        let t = t.ns().saturating_sub(self.origin);
+        let (c, r) = (t / self.period, t % self.period);
         // An instant equal to the period belongs to the previous cycle but falls on `c · P`.
         if r == 0 && c > 0 && self.opps[self.opps.len() - 1] == self.period {
             let i = self.opps.partition_point(|&o| o < self.period) as u64;
@@ -198,6 +225,15 @@ pub struct Plan {
 }
 
 impl Service {
+    /// Move the service's schedule later by `by` (a fixed rate has none).
+    pub fn delay_by(&mut self, by: SimDuration) {
+        match self {
+            Service::Fixed => {}
+            Service::Rate(r) => r.delay_by(by),
+            Service::Delivery(d) => d.delay_by(by),
+        }
+    }
+
     /// Plan the service of `bytes` whose turn comes at `start` (on a link of `rate_bps`
     /// and `delay` for `Fixed`); `last_arrival` keeps arrivals in FIFO order when the delay
     /// changes (a shorter delay never lets a packet overtake the previous one).

@@ -1,13 +1,17 @@
-//! TCP endpoints: a Linux-like sender (sans-IO: it reacts to packets and timers at a
-//! given `now` and appends packets to an output buffer) and a receiver.
-pub mod ack;
-pub mod ca_state;
+//! TCP endpoints, sans-IO: each reacts to packets and timers at a given `now` and appends
+//! the packets it sends to an output buffer; timers are deadlines the event loop polls.
+//!
+//! - `connection`: one TCP connection (a sender and a receiver) and how it is built from a
+//!   flow's configuration;
+//! - `linux`: the Linux-like sender (`tcp_output`, `tcp_ack`, `tcp_fastretrans_alert`);
+//! - `ns2`: the classic ns-2 agents, a sender of their own;
+//! - `receiver`: the receiver (delayed and quick ACKs, SACK/D-SACK, receive window).
+pub mod connection;
+#[cfg(test)]
+pub(crate) mod harness;
+pub mod linux;
 pub mod ns2;
-pub mod rate;
+pub mod rcvbuf;
 pub mod receiver;
-pub mod rtt;
-pub mod scoreboard;
-pub mod sender;
 
 pub use receiver::Receiver;
-pub use sender::Sender;

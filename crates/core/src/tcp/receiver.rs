@@ -3,6 +3,8 @@
 //!
 //! ACK policy (Linux):
 //! - quick-ACK mode at the start (every segment ACKed, up to 16 ACKs);
+//! - every segment that opens the advertised window further (`tcp_grow_window`, see
+//!   [`crate::tcp::rcvbuf`]) is ACKed at once as well;
 //! - otherwise ACK every second full segment, or after the delayed-ACK timer (40 ms,
 //!   Linux's `TCP_DELACK_MIN`, which bulk transfers see);
 //! - immediately when a hole is filled, for duplicates (with a D-SACK), and for the first
@@ -13,12 +15,17 @@
 //! recently reported ones; at most 3 with timestamps (4 without), a D-SACK taking a slot.
 //! TSecr echoes TS.Recent, taken from segments at or below the last ACKed sequence, so the
 //! sender's RTT includes the delayed-ACK wait (RFC 7323).
-use crate::config::AppConfig;
-use crate::event::TimerSlot;
+//!
+//! The advertised window is Linux's (`RcvSpace`: receive-buffer autotuning, or a fixed
+//! SO_RCVBUF) for the Linux stack, and `rwnd` minus out-of-order data for ns-2's sink. The
+//! application reads in-order data at once.
+use crate::engine::time::{SimDuration, SimTime};
 use crate::net::packet::{self, flags, Packet, PacketKind, SackBlock, SYN_OPTION_BYTES};
-use crate::tcp::rtt::RttEstimator;
-use crate::tcp::sender::REQUEST_BYTES;
-use crate::time::{SimDuration, SimTime};
+use crate::scenario::AppConfig;
+use crate::tcp::connection::TimerSlot;
+use crate::tcp::linux::rtt::RttEstimator;
+use crate::tcp::linux::sender::REQUEST_BYTES;
+use crate::tcp::rcvbuf::{skb_truesize, RcvBufPolicy, RcvSpace};
 use std::collections::BTreeMap;
 
 /// Linux `TCP_DELACK_MIN`.
@@ -39,7 +46,13 @@ pub struct ReceiverConfig {
     pub dsack: bool,
     pub timestamps: bool,
     pub delayed_ack: bool,
+    /// The scenario's `rwnd` (at most 65535 without window scaling): ns-2's window, or
+    /// Linux's tcp_rmem[2] / SO_RCVBUF (see `rcvbuf`).
     pub rwnd_bytes: u64,
+    /// How `rwnd_bytes` sizes the window.
+    pub rcvbuf: RcvBufPolicy,
+    /// RFC 7323 window scaling (the Linux window's alignment and 16-bit reach).
+    pub window_scaling: bool,
     pub app: AppConfig,
     pub ecn: EcnEcho,
 }
@@ -102,7 +115,14 @@ pub struct Receiver {
     compressed_ack: u32,
     compressed_ack_rcv_nxt: u64,
     dup_ack_counter: u32,
+    /// ns-2 sink: a smoothed receiver RTT for the compressed-SACK delay.
     rcv_rtt_ns: u64,
+    /// Linux: the receive buffer and window (None: ns-2's fixed window).
+    space: Option<RcvSpace>,
+    /// What the application has read (it reads in-order data at once).
+    copied_seq: u64,
+    /// Truesize of a full-sized segment (Linux's buffer accounting).
+    truesize: u64,
     hs_timer: Option<SimTime>,
     hs_rtt: RttEstimator,
     hs_sent_at: SimTime,
@@ -132,7 +152,20 @@ pub struct Receiver {
 
 impl Receiver {
     pub fn new(flow: u32, cfg: ReceiverConfig) -> Self {
+        let space = match cfg.rcvbuf {
+            RcvBufPolicy::Fixed => None,
+            policy => Some(RcvSpace::new(
+                policy,
+                cfg.rwnd_bytes,
+                cfg.mss,
+                cfg.window_scaling,
+            )),
+        };
+        let truesize = skb_truesize(Packet::wire_size(cfg.mss, cfg.timestamps, 0) as u64);
         Receiver {
+            space,
+            copied_seq: 0,
+            truesize,
             flow,
             right_edge: 0,
             cfg,
@@ -181,6 +214,16 @@ impl Receiver {
     /// Bytes held out of order (for tests and traces).
     pub fn ofo_bytes(&self) -> u64 {
         self.ofo_bytes
+    }
+
+    /// The window the latest ACK advertised, in bytes (for tests and traces).
+    pub fn last_window(&self) -> u64 {
+        self.last_adv_edge.saturating_sub(self.rcv_wup)
+    }
+
+    /// Linux's receive-buffer state (None for ns-2's sink), for tests and traces.
+    pub fn rcv_space(&self) -> Option<&RcvSpace> {
+        self.space.as_ref()
     }
 
     pub fn timer_deadline(&self, slot: TimerSlot) -> Option<SimTime> {
@@ -235,7 +278,10 @@ impl Receiver {
                 if matches!(self.state, RcvState::Closed | RcvState::SynReceived) {
                     self.state = RcvState::SynReceived;
                     let mut syn_ack = self.control(now, PacketKind::SynAck);
-                    syn_ack.wnd = self.window().min(65_535);
+                    syn_ack.wnd = match &self.space {
+                        Some(space) => space.syn_window(),
+                        None => self.window().min(65_535),
+                    };
                     out.push(syn_ack);
                 }
             }
@@ -246,7 +292,9 @@ impl Receiver {
                     if self.state == RcvState::SynSent && self.hs_tries == 0 {
                         self.hs_rtt.sample(now.since(self.hs_sent_at), 0, 0);
                     }
-                    self.state = RcvState::Established;
+                    if self.state == RcvState::SynSent {
+                        self.establish(now);
+                    }
                     if self.cfg.timestamps {
                         self.ts_recent = p.ts_val;
                     }
@@ -258,7 +306,7 @@ impl Receiver {
                 }
             }
             PacketKind::Ack => match self.state {
-                RcvState::SynReceived => self.state = RcvState::Established,
+                RcvState::SynReceived => self.establish(now),
                 RcvState::LastAck => {
                     self.state = RcvState::Done;
                     self.closed_at = Some(now);
@@ -271,9 +319,18 @@ impl Receiver {
         }
     }
 
+    /// The handshake completed (Linux `tcp_init_transfer`: right-sizing starts measuring).
+    fn establish(&mut self, now: SimTime) {
+        self.state = RcvState::Established;
+        if let Some(space) = &mut self.space {
+            space.established(now, self.copied_seq);
+        }
+    }
+
     fn send_request(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         let mut p = self.control(now, PacketKind::Request);
-        p.wnd = self.window().min(65_535);
+        p.wnd = self.advertise().min(65_535);
+        self.rcv_wup = self.rcv_nxt;
         out.push(p);
         self.hs_timer = Some(now + self.hs_rtt.rto());
     }
@@ -318,7 +375,7 @@ impl Receiver {
                     return;
                 }
                 // Our FIN or its ACK was lost: send it again, backing off (RFC 6298 §5.5).
-                let rto = (self.hs_rtt.rto() * 2).min(crate::tcp::rtt::RTO_MAX);
+                let rto = (self.hs_rtt.rto() * 2).min(crate::tcp::linux::rtt::RTO_MAX);
                 self.hs_rtt.set_rto(rto);
                 self.send_fin(now, out);
             }
@@ -327,7 +384,7 @@ impl Receiver {
                     return;
                 }
                 self.hs_tries += 1;
-                let rto = (self.hs_rtt.rto() * 2).min(crate::tcp::rtt::RTO_MAX);
+                let rto = (self.hs_rtt.rto() * 2).min(crate::tcp::linux::rtt::RTO_MAX);
                 self.hs_rtt.set_rto(rto);
                 match self.state {
                     RcvState::SynSent => {
@@ -350,7 +407,7 @@ impl Receiver {
 
     fn on_data(&mut self, now: SimTime, p: &Packet, out: &mut Vec<Packet>) {
         if self.state == RcvState::SynReceived {
-            self.state = RcvState::Established;
+            self.establish(now);
         }
         // After our FIN, data can only be a retransmission whose ACK (carried by our FIN) was
         // lost: it is answered like any duplicate, below.
@@ -363,8 +420,15 @@ impl Receiver {
         if !self.got_data {
             self.got_data = true;
             self.hs_timer = None;
-            self.quick = (self.cfg.rwnd_bytes / (2 * self.cfg.mss as u64))
-                .clamp(2, MAX_QUICKACKS as u64) as u32;
+            self.quick = match &self.space {
+                // Linux tcp_incr_quickack: half the window offered, in segments (2 if none).
+                Some(space) => match space.rcv_wnd / (2 * self.cfg.mss as u64) {
+                    0 => 2,
+                    n => n.min(MAX_QUICKACKS as u64) as u32,
+                },
+                None => (self.cfg.rwnd_bytes / (2 * self.cfg.mss as u64))
+                    .clamp(2, MAX_QUICKACKS as u64) as u32,
+            };
         }
         if p.len == 0 {
             // A zero-window probe: answer with the current window.
@@ -379,13 +443,20 @@ impl Receiver {
             if seq <= self.rcv_wup {
                 self.ts_recent = p.ts_val;
             }
-            if p.ts_ecr != 0 && p.len >= self.cfg.mss {
-                let m = (now.ns() + self.ts_offset).saturating_sub(p.ts_ecr).max(1);
-                self.rcv_rtt_ns = if self.rcv_rtt_ns == 0 {
-                    m
-                } else {
-                    self.rcv_rtt_ns - self.rcv_rtt_ns / 8 + m / 8
-                };
+            match &mut self.space {
+                Some(space) if p.ts_ecr != 0 => {
+                    space.rtt_measure_ts(now.ns() + self.ts_offset, p.ts_ecr, p.len as u64)
+                }
+                Some(_) => {}
+                None if p.ts_ecr != 0 && p.len >= self.cfg.mss => {
+                    let m = (now.ns() + self.ts_offset).saturating_sub(p.ts_ecr).max(1);
+                    self.rcv_rtt_ns = if self.rcv_rtt_ns == 0 {
+                        m
+                    } else {
+                        self.rcv_rtt_ns - self.rcv_rtt_ns / 8 + m / 8
+                    };
+                }
+                None => {}
             }
         }
         // Linux tcp_ecn_accept_cwr, on every data segment: the sender has reduced its
@@ -426,6 +497,9 @@ impl Receiver {
             }
             let had_ofo = !self.ofo.is_empty();
             self.advance(end);
+            if self.space.is_some() {
+                self.event_data_recv(now, p.len);
+            }
             // Pull in out-of-order data the segment made contiguous.
             while let Some((&s, &e)) = self.ofo.first_key_value() {
                 if s > self.rcv_nxt {
@@ -449,6 +523,9 @@ impl Receiver {
             } else {
                 self.ack_check(now, out);
             }
+            if self.space.is_some() {
+                self.app_read(now, out);
+            }
             // A client application reads the end of the file and closes at once; a PEP
             // closes when the connection on its other side does (`close`, from the relay).
             if self.relay_limit.is_none() {
@@ -462,8 +539,72 @@ impl Receiver {
         if self.compressed_ack > 0 && self.cfg.sack && self.sack_slot(seq, end) >= 2 {
             self.send_ack(now, out);
         }
+        let rmem = self.rmem_alloc();
         self.insert_ofo(seq, end);
+        let truesize = self.segment_truesize(p.len);
+        let span = self.ofo_span();
+        if let Some(space) = &mut self.space {
+            if space.ofo_queued(p.len as u64, truesize, rmem, self.cfg.sack, span) {
+                self.quick |= 1;
+            }
+        }
         self.ack_check(now, out);
+    }
+
+    /// Linux `tcp_event_data_recv` for the in-order segment just queued: the window may open
+    /// a step, which asks for an immediate ACK (`icsk_ack.quick |= 1`: an even quick-ACK
+    /// count gains one, so the ACK does not use up a quick ACK).
+    fn event_data_recv(&mut self, now: SimTime, len: u32) {
+        let rmem = self.rmem_alloc();
+        let truesize = self.segment_truesize(len);
+        let rcv_nxt = self.rcv_nxt;
+        let space = self.space.as_mut().expect("Linux receiver");
+        if space.data_recv(now, len as u64, truesize, rcv_nxt, rmem) {
+            self.quick |= 1;
+        }
+    }
+
+    /// The application reads what is in order (Linux `tcp_recvmsg`): right-sizing measures
+    /// the read (`tcp_rcv_space_adjust`), and if the window on offer has become small next to
+    /// the one we could offer, a window update goes out (`tcp_cleanup_rbuf`).
+    fn app_read(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        self.copied_seq = self.rcv_nxt;
+        let span = self.ofo_span();
+        let (rcv_nxt, rcv_wup) = (self.rcv_nxt, self.rcv_wup);
+        let rmem = self.rmem_alloc();
+        let cap = self.relay_free();
+        let space = self.space.as_mut().expect("Linux receiver");
+        space.space_adjust(now, rcv_nxt, rcv_nxt, span);
+        // No window updates once the peer's FIN is in (RCV_SHUTDOWN).
+        if !self.fin_seen && space.window_update_due(rcv_nxt, rcv_wup, rmem, cap) {
+            // A pure window update, with nothing new to acknowledge, uses up no quick ACK.
+            let scheduled = self.ack_timer.is_some() || self.rcv_nxt > self.rcv_wup;
+            let quick = self.quick;
+            self.send_ack(now, out);
+            if !scheduled {
+                self.quick = quick;
+            }
+        }
+    }
+
+    /// Truesize of a segment with `len` payload bytes.
+    fn segment_truesize(&self, len: u32) -> u64 {
+        skb_truesize(Packet::wire_size(len, self.cfg.timestamps, 0) as u64)
+    }
+
+    /// Linux `sk_rmem_alloc`: the truesize of what the buffer holds, unread in-order data and
+    /// out-of-order data, counted in full-sized segments.
+    fn rmem_alloc(&self) -> u64 {
+        let mss = self.cfg.mss as u64;
+        let unread = self.rcv_nxt - self.copied_seq;
+        (unread.div_ceil(mss) + self.ofo_bytes.div_ceil(mss)) * self.truesize
+    }
+
+    /// From rcv_nxt to the end of the highest out-of-order data.
+    fn ofo_span(&self) -> u64 {
+        self.ofo
+            .last_key_value()
+            .map_or(0, |(_, &e)| e.saturating_sub(self.rcv_nxt))
     }
 
     /// The whole file and the sender's FIN are in.
@@ -485,7 +626,7 @@ impl Receiver {
     fn send_fin(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         let mut p = self.control(now, PacketKind::Fin);
         p.ack = self.rcv_nxt;
-        p.wnd = self.window();
+        p.wnd = self.advertise();
         self.rcv_wup = self.rcv_nxt;
         self.ack_timer = None;
         self.compressed_ack = 0;
@@ -622,8 +763,12 @@ impl Receiver {
         if self.ack_timer.is_some() {
             return;
         }
-        let rtt_5pct = SimDuration(self.rcv_rtt_ns / 20);
-        let delay = if self.rcv_rtt_ns == 0 {
+        let rcv_rtt_ns = match &self.space {
+            Some(space) => space.rcv_rtt_ns(),
+            None => self.rcv_rtt_ns,
+        };
+        let rtt_5pct = SimDuration(rcv_rtt_ns / 20);
+        let delay = if rcv_rtt_ns == 0 {
             COMP_SACK_DELAY
         } else {
             rtt_5pct.min(COMP_SACK_DELAY)
@@ -631,30 +776,53 @@ impl Receiver {
         self.ack_timer = Some(now + delay);
     }
 
-    /// Advertised window: free buffer space, never retreating the right edge (RFC 7323 §2.4).
+    /// The window of an outgoing ACK, FIN or request: Linux's (`tcp_select_window`), or
+    /// ns-2's fixed window.
+    fn advertise(&mut self) -> u64 {
+        if self.space.is_none() {
+            return self.window();
+        }
+        let rmem = self.rmem_alloc();
+        let cap = self.relay_free();
+        let (rcv_nxt, rcv_wup) = (self.rcv_nxt, self.rcv_wup);
+        let space = self.space.as_mut().expect("Linux receiver");
+        let (wnd, quick_off) = space.select_window(rcv_nxt, rcv_wup, rmem, cap);
+        if quick_off {
+            self.quick = 0;
+        }
+        wnd
+    }
+
+    /// At a PEP: the relay buffer's free space.
+    fn relay_free(&self) -> Option<u64> {
+        self.relay_limit.map(|limit| {
+            let held = self.rcv_nxt.saturating_sub(self.relay_drained) + self.ofo_bytes;
+            limit.saturating_sub(held)
+        })
+    }
+
+    /// ns-2's advertised window: free buffer space, never retreating the right edge (RFC 7323
+    /// §2.4).
     fn window(&mut self) -> u64 {
         let free = self.free_space();
         self.right_edge = self.right_edge.max(self.rcv_nxt + free);
         self.right_edge - self.rcv_nxt
     }
 
-    /// Buffer space beyond rcv_nxt: the socket buffer minus out-of-order data, and at a PEP
-    /// also the relay buffer minus what it still holds.
+    /// The window we could offer beyond rcv_nxt: Linux's, or ns-2's socket buffer minus
+    /// out-of-order data; at a PEP at most the relay buffer's free space.
     fn free_space(&self) -> u64 {
-        let free = self.cfg.rwnd_bytes.saturating_sub(self.ofo_bytes);
-        match self.relay_limit {
-            None => free,
-            Some(limit) => {
-                let held = self.rcv_nxt.saturating_sub(self.relay_drained) + self.ofo_bytes;
-                free.min(limit.saturating_sub(held))
-            }
-        }
+        let free = match &self.space {
+            Some(space) => space.raw_window(self.rmem_alloc()).0,
+            None => self.cfg.rwnd_bytes.saturating_sub(self.ofo_bytes),
+        };
+        self.relay_free().map_or(free, |relay| free.min(relay))
     }
 
     fn send_ack(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         let mut p = self.control(now, PacketKind::Ack);
         p.ack = self.rcv_nxt;
-        p.wnd = self.window();
+        p.wnd = self.advertise();
         self.last_adv_edge = self.rcv_nxt + p.wnd;
         if self.ece {
             p.flags |= flags::ECE;
@@ -689,7 +857,7 @@ impl Receiver {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tcp::rtt::RTO_INIT;
+    use crate::tcp::linux::rtt::RTO_INIT;
 
     fn rx(delayed: bool) -> Receiver {
         let mut r = Receiver::new(
@@ -701,6 +869,10 @@ mod tests {
                 timestamps: true,
                 delayed_ack: delayed,
                 rwnd_bytes: 100_000,
+                // The ACK-policy tests below hold the window still (ns-2's fixed one); the
+                // Linux window's own ACKs have their tests further down.
+                rcvbuf: RcvBufPolicy::Fixed,
+                window_scaling: true,
                 app: AppConfig::Bulk,
                 ecn: EcnEcho::Off,
             },
@@ -937,6 +1109,175 @@ mod tests {
             1,
             "a CWR segment is ACKed at once (tcp_ecn_accept_cwr)"
         );
+    }
+
+    // --- Linux receive window (numbers worked from the kernel's formulas; the windows
+    // and ACK sizes are those a tcp_probe trace of Linux 6.18 shows) -----------------
+
+    /// A Linux receiver (MSS 1448 with timestamps), established at `t_ns`.
+    fn linux_rx(rcvbuf: RcvBufPolicy, rwnd_bytes: u64, t_ns: u64) -> Receiver {
+        let mut r = Receiver::new(
+            0,
+            ReceiverConfig {
+                mss: 1448,
+                sack: true,
+                dsack: true,
+                timestamps: true,
+                delayed_ack: true,
+                rwnd_bytes,
+                rcvbuf,
+                window_scaling: true,
+                app: AppConfig::Bulk,
+                ecn: EcnEcho::Off,
+            },
+        );
+        r.establish(SimTime(t_ns));
+        r
+    }
+
+    /// Segment `k` (from 1) of a 1448-byte stream, echoing `ts_ecr` (0: none).
+    fn seg_k(k: u64, ts_ecr: u64) -> Packet {
+        Packet {
+            kind: PacketKind::Data,
+            seq: (k - 1) * 1448,
+            len: 1448,
+            ts_val: 7,
+            ts_ecr,
+            ..Default::default()
+        }
+    }
+
+    /// Feed segment `k` at `t_ns`; the window of each ACK it drew (none: delayed).
+    fn feed(r: &mut Receiver, k: u64, t_ns: u64, ts_ecr: u64) -> Vec<u64> {
+        let mut out = vec![];
+        r.on_data(SimTime(t_ns), &seg_k(k, ts_ecr), &mut out);
+        out.iter().map(|p| p.wnd).collect()
+    }
+
+    #[test]
+    fn linux_initial_window_is_45_segments_of_the_128k_default_buffer() {
+        // tcp_rmem[1] = 131072 B at the default ratio 1/2 backs 65536 B: 45 whole segments
+        // (65160 B) are offered. init_buffer_space keeps one segment back from the clamp
+        // (65536 - 1448 = 64088), and right-sizing expects 10 segments per RTT at first.
+        let r = linux_rx(RcvBufPolicy::Autotune, 6 * 1024 * 1024, 0);
+        let s = r.rcv_space().unwrap();
+        assert_eq!((s.rcv_wnd, s.syn_window()), (65_160, 65_160));
+        assert_eq!((s.window_clamp, s.rcv_ssthresh), (64_088, 64_088));
+        assert_eq!((s.rcvbuf, s.space, s.scaling_ratio), (131_072, 14_480, 128));
+        // Window scale: ilog2(tcp_rmem[2] = 6 MiB) - 15 = 22 - 15 = 7.
+        assert_eq!(s.wscale, 7);
+    }
+
+    #[test]
+    fn linux_first_segments_are_each_acked_while_rcv_ssthresh_opens() {
+        // Segment 1 (truesize 2304) sets the ratio to 1448 * 256 / 2304 = 160: the clamp
+        // becomes 131072 * 160 / 256 = 81920 and rcv_ssthresh the window offered, 65160.
+        // With the segment held, the free space is (131072 - 2304) * 160 / 256 = 80480, so
+        // rcv_ssthresh grows by 2 x 1448 per segment: 68056, 70952, 73848, 76744, 79640, then
+        // the last 840 B to 80480 (windows aligned up to 128 B, the window scale 7). Each step
+        // ACKs at once, and quick |= 1 turns the 16 quick ACKs' even count odd, so the steps
+        // use none of them: 6 + 16 = 22 single ACKs, then one per two segments.
+        let mut r = linux_rx(RcvBufPolicy::Autotune, 6 * 1024 * 1024, 0);
+        let mut windows = vec![];
+        for k in 1..=22 {
+            let acks = feed(&mut r, k, k * 1_200_000, 0);
+            assert_eq!(acks.len(), 1, "segment {k} is ACKed at once");
+            windows.push(acks[0]);
+        }
+        assert_eq!(
+            windows[..7],
+            [68_096, 71_040, 73_856, 76_800, 79_744, 80_512, 80_512]
+        );
+        assert_eq!(r.rcv_space().unwrap().rcv_ssthresh, 80_480);
+        // Once rcv_ssthresh has reached the free space, ACKs pair up.
+        assert!(feed(&mut r, 23, 23 * 1_200_000, 0).is_empty());
+        assert_eq!(feed(&mut r, 24, 24 * 1_200_000, 0), [80_512]);
+    }
+
+    #[test]
+    fn linux_right_sizing_grows_the_buffer_and_single_acks_resume() {
+        // RTT 42 ms, 1.2 ms per segment: rounds of 10, 20 and 40 segments from 42, 84 and
+        // 126 ms; the handshake completed at 42 ms, and each round echoes a TSval one RTT old,
+        // so the receiver's RTT estimate is 42 ms (timestamps count in ms).
+        let ms = 1_000_000u64;
+        let mut r = linux_rx(RcvBufPolicy::Autotune, 6 * 1024 * 1024, 42 * ms);
+        let at = |k: u64| match k {
+            1..=10 => 42 * ms + (k - 1) * 1_200_000,
+            11..=30 => 84 * ms + (k - 11) * 1_200_000,
+            _ => 126 * ms + (k - 31) * 1_200_000,
+        };
+        let echo = |k: u64| match k {
+            1..=10 => 1,
+            11..=30 => 42 * ms,
+            _ => 84 * ms,
+        };
+        let mut acks = vec![];
+        for k in 1..=30 {
+            acks.push(feed(&mut r, k, at(k), echo(k)).len());
+        }
+        // 22 single ACKs (see above), then pairs.
+        assert_eq!(acks[..22], [1; 22]);
+        assert_eq!(acks[22..], [0, 1, 0, 1, 0, 1, 0, 1]);
+        // The first measurement (segment 11, one RTT after the handshake): 11 segments read,
+        // 15928 B > 14480 B: rcvwin = 2 x 15928 + 2 x (31856 x 1448 / 14480 = 3185) = 38226,
+        // whose 38226 x 256 / 160 = 61161 B of buffer are less than the 131072 B held.
+        assert_eq!(r.rcv_space().unwrap().space, 15_928);
+        assert_eq!(r.rcv_space().unwrap().rcvbuf, 131_072);
+        // Segment 31 (126 ms) still finds no room, and waits for a second one. Its read is
+        // the next measurement: 20 segments (28960 B) since segment 11. rcvwin = 2 x 28960
+        // plus 2 x (57920 x (28960 - 15928) / 15928 = 47389) = 152698; the buffer grows to
+        // 152698 x 256 / 160 = 244316 B, the clamp to 244316 x 160 / 256 = 152697 B.
+        assert!(feed(&mut r, 31, at(31), echo(31)).is_empty());
+        let s = r.rcv_space().unwrap();
+        assert_eq!(
+            (s.space, s.rcvbuf, s.window_clamp),
+            (28_960, 244_316, 152_697)
+        );
+        // Room again: rcv_ssthresh opens 2896 B per segment from 80480 (83376, 86272, 89168,
+        // 92064; aligned to 128 B) and every segment is ACKed at once.
+        let mut windows = vec![];
+        for k in 32..=35 {
+            let a = feed(&mut r, k, at(k), echo(k));
+            assert_eq!(a.len(), 1, "segment {k} is ACKed at once");
+            windows.push(a[0]);
+        }
+        assert_eq!(windows, [83_456, 86_272, 89_216, 92_160]);
+    }
+
+    #[test]
+    fn linux_explicit_rwnd_is_a_fixed_buffer_that_right_sizing_leaves_alone() {
+        // SO_RCVBUF = 100000 B: a 200000 B buffer, of which ratio 1/2 backs 100000 B: 69
+        // whole segments (99912 B) offered, the SYN-ACK's field carrying 65535. The clamp
+        // (100000 - 1448 = 98552 after init) grows with the ratio 160 to 125000 B; the window
+        // then opens up to the free space with one segment held, (200000 - 2304) x 160 /
+        // 256 = 123560 B (window scale ilog2(100000) - 15 = 1), and no further: the buffer
+        // stays at 200000 B however much is read per RTT.
+        let ms = 1_000_000u64;
+        let mut r = linux_rx(RcvBufPolicy::Locked, 100_000, 42 * ms);
+        {
+            let s = r.rcv_space().unwrap();
+            assert_eq!((s.rcv_wnd, s.syn_window(), s.wscale), (99_912, 65_535, 1));
+            assert_eq!(
+                (s.rcvbuf, s.window_clamp, s.rcv_ssthresh),
+                (200_000, 98_552, 98_552)
+            );
+        }
+        let mut last = 0;
+        for k in 1..=200 {
+            let round = (k - 1) / 50;
+            let t = 42 * ms * (round + 1) + ((k - 1) % 50) * 1_200_000;
+            if let Some(&w) = feed(&mut r, k, t, 42 * ms * round + 1).last() {
+                last = w;
+            }
+        }
+        let s = r.rcv_space().unwrap();
+        assert_eq!((s.rcvbuf, s.window_clamp), (200_000, 125_000));
+        assert_eq!(
+            s.space,
+            50 * 1448,
+            "right-sizing measures 50 segments per RTT"
+        );
+        assert_eq!(last, 123_560);
     }
 
     // --- teardown (file downloads) ---------------------------------------------------

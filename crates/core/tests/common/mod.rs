@@ -1,6 +1,8 @@
 //! Scenario builders shared by the integration tests.
 #![allow(dead_code)]
-use tcplab_core::config::*;
+use tcplab_core::api::{self, RunResult};
+use tcplab_core::scenario::*;
+use tcplab_core::sim::Simulation;
 
 /// A dumbbell with the given round-trip propagation delay (access links 1 Gbit/s, 0.1 ms
 /// each way are part of it), bottleneck rate and forward PER.
@@ -41,26 +43,28 @@ impl Default for Spec {
 pub const ACCESS_DELAY_NS: u64 = 100_000;
 
 impl Spec {
+    /// The GEO path of the studies: 4 Mbit/s each way, RTT 500.4 ms, a 2×BDP DropTail
+    /// buffer (BDP = 4e6 · 0.5004 / 12000 = 166.8 packets → 334).
+    pub fn geo(cca: &'static str) -> Spec {
+        Spec {
+            rtt_ms: 500.4,
+            rate_bps: 4_000_000,
+            return_rate_bps: 4_000_000,
+            queue_pkts: 334,
+            cca,
+            ..Default::default()
+        }
+    }
+}
+
+impl Spec {
     pub fn build(&self) -> ScenarioConfig {
         // One-way bottleneck delay so that 2 × (bottleneck + 2 × access) = RTT.
         let one_way_ns = (self.rtt_ms * 1e6 / 2.0) as u64 - 2 * ACCESS_DELAY_NS;
         let dir = |rate, per| DirConfig {
-            rate_bps: rate,
-            delay_ns: one_way_ns,
             per,
-            ber: 0.0,
-            queue: QueueConfig {
-                kind: "droptail".into(),
-                limit_pkts: Some(self.queue_pkts),
-                limit_bytes: None,
-                red: None,
-                codel: None,
-            },
             ecn_threshold_pkts: self.ecn_k,
-            loss: None,
-            outages: Vec::new(),
-            rate_trace: None,
-            delivery_trace: None,
+            ..DirConfig::droptail(rate, one_way_ns, self.queue_pkts)
         };
         ScenarioConfig {
             name: "test".into(),
@@ -102,4 +106,47 @@ pub fn padhye_bps(mss: f64, rtt_s: f64, p: f64, t0_s: f64, b: f64) -> f64 {
     let denom = rtt_s * (2.0 * b * p / 3.0).sqrt()
         + t0_s * (3.0 * (3.0 * b * p / 8.0).sqrt()).min(1.0) * p * (1.0 + 32.0 * p * p);
     mss * 8.0 / denom
+}
+
+/// Run the dumbbell of `spec`.
+pub fn run(spec: &Spec) -> RunResult {
+    run_config(spec.build())
+}
+
+/// Run a scenario (it must be valid).
+pub fn run_config(cfg: ScenarioConfig) -> RunResult {
+    api::run(cfg).expect("valid scenario")
+}
+
+/// A bulk flow of `cca` starting at `start_ns`, Linux defaults but `ecn`.
+pub fn bulk_flow(cca: &str, ecn: bool, start_ns: u64) -> FlowConfig {
+    FlowConfig {
+        cca: cca.into(),
+        cca_params: Default::default(),
+        start_ns,
+        app: AppConfig::Bulk,
+        tcp: TcpConfig {
+            ecn,
+            ..TcpConfig::default()
+        },
+        access: None,
+        pep: None,
+    }
+}
+
+/// Every packet created was delivered, dropped (for whatever reason) or is still on a link.
+pub fn assert_conservation(sim: &Simulation) {
+    let drops: u64 = sim
+        .topo
+        .links
+        .iter()
+        .map(|l| {
+            let s = &l.stats;
+            s.queue_drops + s.error_drops + s.outage_drops + s.aqm_drops
+        })
+        .sum();
+    assert_eq!(
+        sim.counters.created,
+        sim.counters.delivered + drops + sim.packets_on_links()
+    );
 }

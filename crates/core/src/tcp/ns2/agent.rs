@@ -19,11 +19,11 @@ use super::rtt::Ns2Rtt;
 use super::scoreboard::{FackScoreboard, RqScoreboard};
 use super::vegas::VegasState;
 use super::Ns2Kind;
-use crate::config::AppConfig;
-use crate::event::TimerSlot;
+use crate::engine::time::{SimDuration, SimTime};
 use crate::net::packet::{flags, Packet, PacketKind, BASE_HEADER_BYTES, SYN_OPTION_BYTES};
-use crate::tcp::sender::SenderStats;
-use crate::time::{SimDuration, SimTime};
+use crate::scenario::AppConfig;
+use crate::tcp::connection::TimerSlot;
+use crate::tcp::linux::sender::SenderStats;
 use std::collections::VecDeque;
 
 /// `delay_growth_`: cwnd is 1 for the SYN and `windowInit_` once it is ACKed.

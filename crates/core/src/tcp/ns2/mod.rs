@@ -3,7 +3,7 @@
 //! re-implemented as a sender of their own next to the Linux one.
 //!
 //! The ns-2 agents differ from Linux in kind, not in degree, so they are not congestion
-//! modules plugged into `tcp::sender`:
+//! modules plugged into `tcp::linux::sender`:
 //! - the window `cwnd_` is a float in packets: +1 per new ACK in slow start, +1/cwnd per new
 //!   ACK in congestion avoidance (`windowOption_` 1), whatever the ACK covers;
 //! - the sequence space is counted in packets; the handshake is packet 0 (`syn_` true), data
@@ -17,7 +17,8 @@
 //! - no timestamps, delayed ACKs, TLP, RACK, PRR, F-RTO or undo.
 //!
 //! Which flows run here: `tahoe`, `newreno`, `sack`, `fack` always; `reno` and `vegas` when the
-//! flow's `tcp.stack` is `ns2` (`agent_for`). Everything else uses the Linux sender.
+//! flow's `tcp.stack` is `ns2` (`cc::registry::ns2_agent`). Everything else uses the Linux
+//! sender.
 //!
 //! The agents read from the scenario's `tcp` table only: `mss_bytes` (`packetSize_`),
 //! `initial_window_pkts` (`windowInit_`), `rwnd_bytes` / MSS (`window_`, kept at the sender
@@ -33,6 +34,8 @@
 //! Linux receiver looks like ns-2's `TCPSink`).
 pub mod agent;
 pub mod fack;
+#[cfg(test)]
+mod multiple_drops;
 pub mod reno;
 pub mod rtt;
 pub mod sack1;
@@ -44,7 +47,7 @@ pub mod vegas;
 pub use agent::{Ns2Config, Ns2Sender};
 
 use crate::cc::{CcInfo, ParamSpec, Params};
-use crate::config::{AppConfig, ConfigError, Stack};
+use crate::scenario::{AppConfig, ConfigError};
 use std::collections::BTreeMap;
 
 /// The ns-2 agent a flow runs.
@@ -81,32 +84,6 @@ impl Ns2Kind {
             Ns2Kind::Vegas => "vegas",
         }
     }
-}
-
-/// ns-2 agents by scenario name: (name, agent, only with `tcp.stack = "ns2"`).
-pub const AGENTS: &[(&str, Ns2Kind, bool)] = &[
-    ("tahoe", Ns2Kind::Tahoe, false),
-    ("newreno", Ns2Kind::NewReno, false),
-    ("sack", Ns2Kind::Sack1, false),
-    ("fack", Ns2Kind::Fack, false),
-    ("reno", Ns2Kind::Reno, true),
-    ("vegas", Ns2Kind::Vegas, true),
-];
-
-/// The ns-2 agent that runs a flow with algorithm `cca` on stack `stack`, if any.
-pub fn agent_for(cca: &str, stack: Stack) -> Option<Ns2Kind> {
-    AGENTS
-        .iter()
-        .find(|(n, _, ns2_only)| *n == cca && (!ns2_only || stack == Stack::Ns2))
-        .map(|&(_, k, _)| k)
-}
-
-/// The error `cc::build` gives for an ns-2 agent: they do not run on the Linux sender.
-pub fn not_a_linux_module(name: &str) -> ConfigError {
-    ConfigError(format!(
-        "cca: {name:?} is an ns-2 agent with its own sender (tcp::ns2), not a Linux \
-         congestion module; the simulation builds it itself"
-    ))
 }
 
 /// Parameters shared by every ns-2 agent, then the agent's own (ns-2 names in the help).
@@ -375,19 +352,6 @@ pub fn build(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn routing_reno_and_vegas_follow_the_stack() {
-        assert_eq!(agent_for("tahoe", Stack::Linux), Some(Ns2Kind::Tahoe));
-        assert_eq!(agent_for("newreno", Stack::Linux), Some(Ns2Kind::NewReno));
-        assert_eq!(agent_for("sack", Stack::Ns2), Some(Ns2Kind::Sack1));
-        assert_eq!(agent_for("fack", Stack::Linux), Some(Ns2Kind::Fack));
-        assert_eq!(agent_for("reno", Stack::Linux), None);
-        assert_eq!(agent_for("reno", Stack::Ns2), Some(Ns2Kind::Reno));
-        assert_eq!(agent_for("vegas", Stack::Linux), None);
-        assert_eq!(agent_for("vegas", Stack::Ns2), Some(Ns2Kind::Vegas));
-        assert_eq!(agent_for("cubic", Stack::Ns2), None);
-    }
 
     #[test]
     fn build_rejects_a_parameter_of_another_agent() {

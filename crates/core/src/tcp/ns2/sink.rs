@@ -19,7 +19,7 @@
 //! remembered block until a newer one covers it; Linux drops blocks below the cumulative
 //! ACK at once) only change which old block fills the third slot.
 use crate::net::packet::{Packet, PacketKind, BASE_HEADER_BYTES};
-use crate::tcp::sender::REQUEST_BYTES;
+use crate::tcp::linux::sender::REQUEST_BYTES;
 
 /// `Agent/TCPSink maxSackBlocks_`.
 pub const MAX_SACK_BLOCKS: u8 = 3;

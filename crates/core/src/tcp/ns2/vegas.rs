@@ -414,7 +414,7 @@ mod tests {
         ack(&mut s, 200, 1, &[]);
         // Grow by hand to a window of 8 packets, all sent at 0.3 s.
         s.cwnd = 8.0;
-        s.set_now(crate::time::SimTime(300 * 1_000_000));
+        s.set_now(crate::engine::time::SimTime(300 * 1_000_000));
         s.send_much(0);
         sent(&mut s);
         let maxseq = s.maxseq;

@@ -1,0 +1,503 @@
+//! The normalized scenario the core runs (see `docs/interface.md`): serde types, tagged
+//! enums where a value has variants, defaults where Linux has them.
+//!
+//! Python turns the user's TOML into this form (integer ns, bps, bytes). `validate` checks
+//! it once, when a simulation is built from it; every problem becomes a one-line
+//! `ConfigError` naming the field.
+pub mod validate;
+
+use crate::limits::{DEFAULT_INTERVAL_NS, DEFAULT_PEP_BUFFER_BYTES, MTU_BYTES};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// A one-line input error: `<field>: <problem>`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigError(pub String);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl ConfigError {
+    pub fn new(field: &str, problem: impl fmt::Display) -> Self {
+        ConfigError(format!("{field}: {problem}"))
+    }
+}
+
+/// Queue discipline and its size limit.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct QueueConfig {
+    /// `"droptail"` | `"red"` | `"codel"`.
+    #[serde(default = "default_queue_kind")]
+    pub kind: String,
+    #[serde(default)]
+    pub limit_pkts: Option<u64>,
+    #[serde(default)]
+    pub limit_bytes: Option<u64>,
+    /// RED parameters (only with `kind = "red"`; `None`: all defaults).
+    #[serde(default)]
+    pub red: Option<RedConfig>,
+    /// CoDel parameters (only with `kind = "codel"`; `None`: all defaults).
+    #[serde(default)]
+    pub codel: Option<CodelConfig>,
+}
+
+fn default_queue_kind() -> String {
+    "droptail".into()
+}
+
+/// RED (Floyd & Jacobson 1993) parameters; the average queue is in packets.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct RedConfig {
+    /// Average queue below which nothing is marked.
+    pub min_th_pkts: f64,
+    /// Average queue at which the marking probability reaches `max_p`.
+    pub max_th_pkts: f64,
+    /// Marking probability at `max_th_pkts`, in (0, 1].
+    pub max_p: f64,
+    /// EWMA weight of the average queue, in (0, 1].
+    pub w_q: f64,
+    /// Gentle RED: the probability rises from `max_p` to 1 between `max_th` and `2·max_th`.
+    pub gentle: bool,
+    /// CE-mark ECN-capable packets instead of dropping them.
+    pub ecn: bool,
+}
+
+impl Default for RedConfig {
+    fn default() -> Self {
+        RedConfig {
+            min_th_pkts: 5.0,
+            max_th_pkts: 15.0,
+            max_p: 0.1,
+            w_q: 0.002,
+            gentle: true,
+            ecn: true,
+        }
+    }
+}
+
+/// CoDel (RFC 8289) parameters.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct CodelConfig {
+    /// Acceptable standing queue delay.
+    pub target_ns: u64,
+    /// Window over which the queue delay must stay above target before dropping starts.
+    pub interval_ns: u64,
+    /// CE-mark ECN-capable packets instead of dropping them.
+    pub ecn: bool,
+}
+
+impl Default for CodelConfig {
+    fn default() -> Self {
+        CodelConfig {
+            target_ns: 5_000_000,
+            interval_ns: 100_000_000,
+            ecn: true,
+        }
+    }
+}
+
+/// A loss model that replaces the Bernoulli `per`/`ber`.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum LossConfig {
+    /// Two-state Markov chain stepped per packet (Gilbert 1960, Elliott 1963).
+    GilbertElliott {
+        /// Probability of moving good → bad at a packet.
+        p_gb: f64,
+        /// Probability of moving bad → good at a packet (mean burst length 1/p_bg).
+        p_bg: f64,
+        /// Loss probability in the good state.
+        #[serde(default)]
+        loss_good: f64,
+        /// Loss probability in the bad state.
+        #[serde(default = "default_loss_bad")]
+        loss_bad: f64,
+    },
+}
+
+fn default_loss_bad() -> f64 {
+    1.0
+}
+
+/// A step of a rate trace: from `t_ns` on, the link runs at `rate_bps` with `delay_ns`
+/// (`None`: keep the previous delay). JSON: `[t_ns, rate_bps, delay_ns | null]`.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(from = "(u64, u64, Option<u64>)")]
+pub struct RatePoint {
+    pub t_ns: u64,
+    pub rate_bps: u64,
+    pub delay_ns: Option<u64>,
+}
+
+impl From<(u64, u64, Option<u64>)> for RatePoint {
+    fn from((t_ns, rate_bps, delay_ns): (u64, u64, Option<u64>)) -> Self {
+        RatePoint {
+            t_ns,
+            rate_bps,
+            delay_ns,
+        }
+    }
+}
+
+/// Mahimahi-style delivery opportunities, repeating every `period_ns`.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DeliveryTraceConfig {
+    /// Instants within a period (sorted, each in `0 ..= period_ns`).
+    pub opportunities_ns: Vec<u64>,
+    pub period_ns: u64,
+    /// Bytes the link can deliver at each opportunity.
+    #[serde(default = "default_bytes_per_opportunity")]
+    pub bytes_per_opportunity: u32,
+}
+
+fn default_bytes_per_opportunity() -> u32 {
+    MTU_BYTES as u32
+}
+
+/// One direction of a link.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DirConfig {
+    pub rate_bps: u64,
+    pub delay_ns: u64,
+    #[serde(default)]
+    pub per: f64,
+    #[serde(default)]
+    pub ber: f64,
+    pub queue: QueueConfig,
+    /// ECN marking threshold K: CE-mark ECN-capable packets arriving to a queue of ≥ K
+    /// packets (DCTCP-style instantaneous marking). `None`: no marking.
+    #[serde(default)]
+    pub ecn_threshold_pkts: Option<u64>,
+    /// Loss model replacing `per`/`ber`; `None`: Bernoulli `per`/`ber`.
+    #[serde(default)]
+    pub loss: Option<LossConfig>,
+    /// `[start_ns, end_ns)` intervals during which the link is down (sorted, disjoint).
+    #[serde(default)]
+    pub outages: Vec<(u64, u64)>,
+    /// Piecewise-constant rate and delay (sorted, first at 0); replaces `rate_bps`/`delay_ns`.
+    #[serde(default)]
+    pub rate_trace: Option<Vec<RatePoint>>,
+    /// Delivery opportunities (Mahimahi); `rate_bps` is then ignored.
+    #[serde(default)]
+    pub delivery_trace: Option<DeliveryTraceConfig>,
+}
+
+impl DirConfig {
+    /// A direction of `rate_bps` and `delay_ns` with a DropTail queue of `limit_pkts` and
+    /// nothing else (no loss, marking, outage or trace).
+    pub fn droptail(rate_bps: u64, delay_ns: u64, limit_pkts: u64) -> DirConfig {
+        DirConfig {
+            rate_bps,
+            delay_ns,
+            per: 0.0,
+            ber: 0.0,
+            queue: QueueConfig {
+                kind: "droptail".into(),
+                limit_pkts: Some(limit_pkts),
+                limit_bytes: None,
+                red: None,
+                codel: None,
+            },
+            ecn_threshold_pkts: None,
+            loss: None,
+            outages: Vec::new(),
+            rate_trace: None,
+            delivery_trace: None,
+        }
+    }
+}
+
+/// The bottleneck link: forward (data) and reverse (ACK) directions.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct BottleneckConfig {
+    pub forward: DirConfig,
+    pub reverse: DirConfig,
+}
+
+/// An access link (same in both directions, no loss, effectively unlimited queue).
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AccessConfig {
+    pub rate_bps: u64,
+    pub delay_ns: u64,
+    /// DropTail limit of every access interface, host side included (ns-2 puts a queue on
+    /// every link). `None`: routers keep 1000 packets and hosts never drop their own
+    /// packets (Linux TCP Small Queues).
+    #[serde(default)]
+    pub queue_pkts: Option<u64>,
+}
+
+/// What the application does.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum AppConfig {
+    /// Send for the whole run (iperf-like).
+    Bulk,
+    /// Download `size_bytes` (curl-like); completion time is reported.
+    File { size_bytes: u64 },
+    /// Constant-bit-rate UDP (real-time traffic): `packet_bytes` of payload at `rate_bps`.
+    Cbr { rate_bps: u64, packet_bytes: u32 },
+}
+
+/// TCP options of one flow (Linux-like defaults).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct TcpConfig {
+    pub mss_bytes: u32,
+    pub sack: bool,
+    pub dsack: bool,
+    pub timestamps: bool,
+    pub initial_window_pkts: u32,
+    pub rwnd_bytes: u64,
+    pub window_scaling: bool,
+    pub delayed_ack: bool,
+    pub frto: bool,
+    pub rack: bool,
+    pub tlp: bool,
+    pub pacing: bool,
+    /// TCP segmentation offload: a paced sender emits bursts of `tcp_tso_autosize`
+    /// segments (Linux with TSO/GSO, the default); false: one segment per pacing slot
+    /// (`ethtool -K dev tso off gso off`).
+    pub tso: bool,
+    pub slow_start_after_idle: bool,
+    /// Negotiate ECN (RFC 3168); DCTCP turns it on itself.
+    pub ecn: bool,
+    /// Proportional Rate Reduction during recovery (Linux); false: RFC 6675 halving.
+    pub prr: bool,
+    /// Forward-acknowledgement loss marking (Linux < 4.15 `tcp_fack`).
+    pub fack: bool,
+    /// Which TCP implementation the flow models.
+    pub stack: Stack,
+    /// Random per-connection timestamp offsets (Linux ≥ 4.10 default, `tcp_timestamps = 1`).
+    pub random_ts_offset: bool,
+}
+
+/// TCP implementation profile.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Stack {
+    /// Linux 4.x–6.x behaviour (default).
+    #[default]
+    Linux,
+    /// ns-2's TCP agents (Tahoe/Reno/NewReno/Sack1/FACK/Vegas semantics, ns-2 timers).
+    Ns2,
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        TcpConfig {
+            mss_bytes: 1448,
+            sack: true,
+            dsack: true,
+            timestamps: true,
+            initial_window_pkts: 10,
+            rwnd_bytes: crate::tcp::rcvbuf::TCP_RMEM_MAX_BYTES,
+            window_scaling: true,
+            delayed_ack: true,
+            frto: true,
+            rack: true,
+            tlp: true,
+            pacing: false,
+            tso: true,
+            slow_start_after_idle: true,
+            ecn: false,
+            prr: true,
+            fack: false,
+            stack: Stack::Linux,
+            random_ts_offset: true,
+        }
+    }
+}
+
+/// One TCP flow.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FlowConfig {
+    pub cca: String,
+    #[serde(default)]
+    pub cca_params: BTreeMap<String, f64>,
+    #[serde(default)]
+    pub start_ns: u64,
+    pub app: AppConfig,
+    #[serde(default)]
+    pub tcp: TcpConfig,
+    #[serde(default)]
+    pub access: Option<AccessConfig>,
+    /// The TCP a split-TCP PEP uses on the satellite leg (when the path has PEPs).
+    #[serde(default)]
+    pub pep: Option<PepConfig>,
+}
+
+/// A PEP's TCP on the satellite leg and its relay buffer.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PepConfig {
+    pub cca: String,
+    #[serde(default)]
+    pub cca_params: BTreeMap<String, f64>,
+    #[serde(default)]
+    pub tcp: TcpConfig,
+    #[serde(default = "default_pep_buffer")]
+    pub buffer_bytes: u64,
+}
+
+fn default_pep_buffer() -> u64 {
+    DEFAULT_PEP_BUFFER_BYTES
+}
+
+/// Where split-TCP PEPs sit on the path.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum PepMode {
+    /// End to end: no PEP.
+    #[default]
+    None,
+    /// One PEP at the satellite gateway (the node before the satellite segment).
+    Gateway,
+    /// PEP1 at the gateway and PEP2 at the satellite terminal (the node after it).
+    Distributed,
+}
+
+/// One segment of a path: a link between two nodes.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SegmentConfig {
+    pub name: String,
+    pub forward: DirConfig,
+    pub reverse: DirConfig,
+}
+
+/// A chain of segments from the server side to the client side.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PathConfig {
+    #[serde(default)]
+    pub pep: PepMode,
+    pub segments: Vec<SegmentConfig>,
+}
+
+/// A complete normalized scenario.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioConfig {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub seed: u64,
+    pub duration_ns: u64,
+    #[serde(default = "default_interval")]
+    pub interval_ns: u64,
+    /// The dumbbell's bottleneck (a one-segment path named `bottleneck`), or …
+    #[serde(default)]
+    pub bottleneck: Option<BottleneckConfig>,
+    /// … a chain of segments, possibly with PEPs.
+    #[serde(default)]
+    pub path: Option<PathConfig>,
+    pub access: AccessConfig,
+    pub flows: Vec<FlowConfig>,
+}
+
+fn default_interval() -> u64 {
+    DEFAULT_INTERVAL_NS
+}
+
+/// Index of the satellite segment: the one named `satellite`, else the largest forward delay.
+pub fn satellite_segment(segments: &[SegmentConfig]) -> usize {
+    if let Some(i) = segments.iter().position(|s| s.name == "satellite") {
+        return i;
+    }
+    let mut best = 0;
+    for (i, s) in segments.iter().enumerate() {
+        if s.forward.delay_ns > segments[best].forward.delay_ns {
+            best = i;
+        }
+    }
+    best
+}
+
+/// Index of the bottleneck segment: the lowest forward rate, the first of equals.
+pub fn bottleneck_segment(segments: &[SegmentConfig]) -> usize {
+    (0..segments.len())
+        .min_by_key(|&s| (segments[s].forward.rate_bps, s))
+        .unwrap_or(0)
+}
+
+impl ScenarioConfig {
+    /// Round-trip propagation delay of a flow with access links of `access_delay_ns`: every
+    /// segment's forward and reverse delay, plus the access link twice in each direction
+    /// (sender side and receiver side). No serialization, no queueing.
+    pub fn base_rtt_ns(&self, access_delay_ns: u64) -> u64 {
+        let (segs, _) = self.segments();
+        segs.iter()
+            .fold(access_delay_ns.saturating_mul(4), |total, s| {
+                total
+                    .saturating_add(s.forward.delay_ns)
+                    .saturating_add(s.reverse.delay_ns)
+            })
+    }
+
+    /// The path as segments (a dumbbell is the one segment `bottleneck`) and its PEP mode.
+    pub fn segments(&self) -> (Vec<SegmentConfig>, PepMode) {
+        match (&self.path, &self.bottleneck) {
+            (Some(p), _) => (p.segments.clone(), p.pep),
+            (None, Some(b)) => (
+                vec![SegmentConfig {
+                    name: "bottleneck".into(),
+                    forward: b.forward.clone(),
+                    reverse: b.reverse.clone(),
+                }],
+                PepMode::None,
+            ),
+            (None, None) => (Vec::new(), PepMode::None),
+        }
+    }
+
+    /// Parse a normalized scenario (unknown keys and wrong types are errors). Its ranges
+    /// are checked once, when a simulation is built from it (`validate`).
+    pub fn from_json(text: &str) -> Result<ScenarioConfig, ConfigError> {
+        serde_json::from_str(text).map_err(|e| ConfigError(format!("scenario: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A minimal valid scenario (the validation tests' too).
+    pub(super) fn base() -> String {
+        r#"{"duration_ns": 1000000000,
+            "bottleneck": {
+              "forward": {"rate_bps": 4000000, "delay_ns": 1000, "queue": {"limit_pkts": 10}},
+              "reverse": {"rate_bps": 4000000, "delay_ns": 1000, "queue": {"limit_pkts": 10}}},
+            "access": {"rate_bps": 1000000000, "delay_ns": 100000},
+            "flows": [{"cca": "reno", "app": {"kind": "bulk"}}]}"#
+            .to_string()
+    }
+
+    #[test]
+    fn minimal_scenario_parses_with_linux_defaults() {
+        let c = ScenarioConfig::from_json(&base()).unwrap();
+        assert_eq!(c.flows[0].tcp.mss_bytes, 1448);
+        assert_eq!(c.flows[0].tcp.initial_window_pkts, 10);
+        assert_eq!(c.interval_ns, 1_000_000_000);
+    }
+
+    #[test]
+    fn unknown_key_is_rejected() {
+        let s = base()
+            .replace(r#""seed""#, r#""sed""#)
+            .replace(r#"{"duration_ns""#, r#"{"bogus": 1, "duration_ns""#);
+        let e = ScenarioConfig::from_json(&s).unwrap_err();
+        assert!(e.0.contains("bogus"), "{e}");
+    }
+}

@@ -1,0 +1,404 @@
+//! The simulation: owns the clock, event queue, packet pool, topology, connections, user
+//! flows and series. A run is a pure function of (scenario, seed): no global state, no
+//! wall-clock time, no hash-ordered iteration.
+//!
+//! The event loop here moves packets between links and endpoints and keeps the endpoints'
+//! timers in the event queue; `flow` plans the user flows and their connections, `relay`
+//! joins the connections of a flow split by PEPs, `series` samples per-interval counters.
+pub mod flow;
+pub mod relay;
+pub mod series;
+
+use crate::engine::event::EventQueue;
+use crate::engine::time::{SimDuration, SimTime};
+use crate::net::link::{Admission, LinkOutput};
+use crate::net::packet::{flags as pflags, Packet, PacketKind, PacketPool};
+use crate::net::topology::{Dest, Topology};
+use crate::scenario::{ConfigError, ScenarioConfig};
+use crate::tcp::connection::{Connection, Side, TimerSlot};
+use crate::tcp::ns2;
+use flow::{Flow, FlowKind};
+use relay::RelayIndex;
+use series::SeriesRecorder;
+
+/// Something that happens at an instant.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// The first packet in flight on `link` reaches the far end.
+    LinkDeliver { link: u32 },
+    /// An event-driven link's transmitter is free: dequeue (`Link::on_wake`).
+    LinkWake { link: u32 },
+    /// A timer of an endpoint of connection `conn`.
+    Timer {
+        conn: u32,
+        side: Side,
+        slot: TimerSlot,
+    },
+    /// A flow's application starts.
+    FlowStart { flow: u32 },
+    /// A constant-bit-rate source sends its next datagram(s).
+    UdpSend { flow: u32 },
+    /// End of a series interval: sample the counters.
+    Sample,
+}
+
+const SENDER_SLOTS: [TimerSlot; 3] = [
+    TimerSlot::Retransmit,
+    TimerSlot::Pacing,
+    TimerSlot::Handshake,
+];
+const RECEIVER_SLOTS: [TimerSlot; 2] = [TimerSlot::Ack, TimerSlot::Handshake];
+
+fn slot_index(slot: TimerSlot) -> usize {
+    match slot {
+        TimerSlot::Retransmit => 0,
+        TimerSlot::Pacing => 1,
+        TimerSlot::Ack => 2,
+        TimerSlot::Handshake => 3,
+    }
+}
+
+/// Packet accounting for the conservation checks.
+#[derive(Debug, Clone, Default)]
+pub struct PacketCounters {
+    pub created: u64,
+    pub delivered: u64,
+}
+
+/// A running simulation.
+pub struct Simulation {
+    pub cfg: ScenarioConfig,
+    pub(crate) queue: EventQueue<Event>,
+    pub(crate) pool: PacketPool,
+    pub topo: Topology,
+    /// TCP connections (one per flow without PEPs, in flow order).
+    pub conns: Vec<Connection>,
+    /// User flows, in scenario order.
+    pub flows: Vec<Flow>,
+    /// Which relay each connection feeds or is fed by.
+    relays: RelayIndex,
+    pub end: SimTime,
+    out: Vec<Packet>,
+    /// Scratch buffer for `Link::on_wake`.
+    link_out: Vec<LinkOutput>,
+    pub series: SeriesRecorder,
+    pub counters: PacketCounters,
+    finished: bool,
+}
+
+impl Simulation {
+    /// Build a simulation from a validated scenario.
+    pub fn new(cfg: ScenarioConfig) -> Result<Simulation, ConfigError> {
+        cfg.validate()?;
+        let plan = flow::plan(&cfg)?;
+        let topo = Topology::build(&cfg, &plan.conn_plans, &plan.udp_flows);
+        let relays = RelayIndex::new(&plan.flows, plan.conns.len());
+        let end = SimTime(cfg.duration_ns);
+        let interval = SimDuration(cfg.interval_ns);
+        let mut queue = EventQueue::new();
+        for (i, f) in plan.flows.iter().enumerate() {
+            queue.schedule(f.start, Event::FlowStart { flow: i as u32 });
+        }
+        if interval < end.since(SimTime::ZERO) {
+            queue.schedule(SimTime::ZERO + interval, Event::Sample);
+        }
+        let series = SeriesRecorder::new(plan.flows.len(), interval);
+        Ok(Simulation {
+            cfg,
+            queue,
+            pool: PacketPool::new(),
+            topo,
+            conns: plan.conns,
+            flows: plan.flows,
+            relays,
+            end,
+            out: Vec::with_capacity(64),
+            link_out: Vec::new(),
+            series,
+            counters: PacketCounters::default(),
+            finished: false,
+        })
+    }
+
+    /// Events processed so far.
+    pub fn events(&self) -> u64 {
+        self.queue.events_processed()
+    }
+
+    /// Packets alive in the pool (memory bound check).
+    pub fn live_packets(&self) -> usize {
+        self.pool.live()
+    }
+
+    /// Run to the end of the scenario.
+    pub fn run(&mut self) {
+        self.run_until(self.end);
+        self.finish();
+    }
+
+    /// Process every event strictly before `t` (never beyond the end).
+    pub fn run_until(&mut self, t: SimTime) {
+        let t = t.min(self.end);
+        while let Some(next) = self.queue.peek_time() {
+            if next >= t {
+                break;
+            }
+            let (now, ev) = self.queue.pop().expect("peeked");
+            self.dispatch(now, ev);
+        }
+    }
+
+    fn dispatch(&mut self, now: SimTime, ev: Event) {
+        match ev {
+            Event::LinkDeliver { link } => self.link_deliver(now, link),
+            Event::LinkWake { link } => self.link_wake(now, link),
+            Event::Timer { conn, side, slot } => self.timer(now, conn, side, slot),
+            Event::FlowStart { flow } => self.start_flow(now, flow),
+            Event::UdpSend { flow } => self.udp_send(now, flow),
+            Event::Sample => {
+                self.sample(now);
+                let next = now + self.series.interval;
+                if next < self.end {
+                    self.queue.schedule(next, Event::Sample);
+                }
+            }
+        }
+    }
+
+    /// A user flow starts: its end hosts act (a PEP's own connections open when the SYN or
+    /// the data reaches it).
+    fn start_flow(&mut self, now: SimTime, flow: u32) {
+        let conns: Vec<u32> = match &mut self.flows[flow as usize].kind {
+            FlowKind::Tcp { conns, .. } => conns.clone(),
+            FlowKind::Udp { source, .. } => {
+                source.start(now);
+                if let Some(t) = source.deadline() {
+                    self.queue.schedule(t, Event::UdpSend { flow });
+                }
+                return;
+            }
+        };
+        let (first, last) = (
+            conns[0],
+            *conns.last().expect("a TCP flow has a connection"),
+        );
+        self.conns[first as usize].sender.start(now, &mut self.out);
+        self.emit(now, first, Side::Sender);
+        self.conns[last as usize].receiver.start(now, &mut self.out);
+        self.emit(now, last, Side::Receiver);
+    }
+
+    fn udp_send(&mut self, now: SimTime, flow: u32) {
+        let FlowKind::Udp { source, route, .. } = &mut self.flows[flow as usize].kind else {
+            return;
+        };
+        source.on_timer(now, &mut self.out);
+        let next = source.deadline();
+        let route = self.topo.udp_route(*route);
+        if let Some(t) = next.filter(|&t| t < self.end) {
+            self.queue.schedule(t, Event::UdpSend { flow });
+        }
+        self.inject(now, route);
+    }
+
+    fn timer(&mut self, now: SimTime, conn: u32, side: Side, slot: TimerSlot) {
+        let si = slot_index(slot);
+        let sd = side as usize;
+        let f = &mut self.conns[conn as usize];
+        if f.scheduled[sd][si] == Some(now) {
+            f.scheduled[sd][si] = None;
+        }
+        match side {
+            Side::Sender => f.sender.on_timer(now, slot, &mut self.out),
+            Side::Receiver => f.receiver.on_timer(now, slot, &mut self.out),
+        }
+        self.emit(now, conn, side);
+    }
+
+    /// Put the packets in `self.out` on `route`.
+    fn inject(&mut self, now: SimTime, route: u32) {
+        let mut out = std::mem::take(&mut self.out);
+        for mut p in out.drain(..) {
+            p.route = route;
+            p.hop = 0;
+            self.counters.created += 1;
+            let idx = self.pool.insert(p);
+            self.forward(now, idx);
+        }
+        self.out = out;
+    }
+
+    /// Send what an endpoint produced and (re)arm its timers.
+    fn emit(&mut self, now: SimTime, conn: u32, side: Side) {
+        let route = match side {
+            Side::Sender => Topology::data_route(conn),
+            Side::Receiver => Topology::ack_route(conn),
+        };
+        if side == Side::Receiver && self.conns[conn as usize].ns2_sink {
+            self.out.iter_mut().for_each(ns2::sink::rewrite);
+        }
+        self.inject(now, route);
+        self.sync_timers(conn, side);
+    }
+
+    fn sync_timers(&mut self, conn: u32, side: Side) {
+        let sd = side as usize;
+        let f = &mut self.conns[conn as usize];
+        let slots: &[TimerSlot] = match side {
+            Side::Sender => &SENDER_SLOTS,
+            Side::Receiver => &RECEIVER_SLOTS,
+        };
+        for &slot in slots {
+            let deadline = match side {
+                Side::Sender => f.sender.timer_deadline(slot),
+                Side::Receiver => f.receiver.timer_deadline(slot),
+            };
+            let Some(d) = deadline else { continue };
+            let si = slot_index(slot);
+            let sched = &mut f.scheduled[sd][si];
+            if sched.is_none_or(|s| d < s) {
+                *sched = Some(d);
+                self.queue.schedule(d, Event::Timer { conn, side, slot });
+            }
+        }
+    }
+
+    /// Offer packet `idx` to the link of its current hop.
+    #[inline]
+    fn forward(&mut self, now: SimTime, idx: u32) {
+        let (route, hop, wire, ect) = {
+            let p = self.pool.get(idx);
+            (p.route, p.hop, p.wire_bytes, p.has(pflags::ECT))
+        };
+        let link_id = self.topo.routes[route as usize].links[hop as usize];
+        let link = &mut self.topo.links[link_id as usize];
+        match link.offer(now, idx, wire, ect) {
+            Admission::Arrives { at, ce } => {
+                if link.push(at, idx) {
+                    self.queue
+                        .schedule(at, Event::LinkDeliver { link: link_id });
+                }
+                if ce {
+                    self.pool.get_mut(idx).flags |= pflags::CE;
+                }
+            }
+            Admission::Queued => {
+                if let Some(t) = link.arm_wakeup() {
+                    self.queue.schedule(t, Event::LinkWake { link: link_id });
+                }
+            }
+            Admission::QueueDrop
+            | Admission::ErrorDrop
+            | Admission::OutageDrop
+            | Admission::AqmDrop => self.drop_packet(idx),
+        }
+    }
+
+    /// An event-driven link dequeues: put what it sent on the wire, free what it dropped.
+    fn link_wake(&mut self, now: SimTime, link_id: u32) {
+        let mut outs = std::mem::take(&mut self.link_out);
+        self.topo.links[link_id as usize].on_wake(now, &mut outs);
+        for o in outs.drain(..) {
+            match o {
+                LinkOutput::Sent { pkt, at, ce } => {
+                    if self.topo.links[link_id as usize].push(at, pkt) {
+                        self.queue
+                            .schedule(at, Event::LinkDeliver { link: link_id });
+                    }
+                    if ce {
+                        self.pool.get_mut(pkt).flags |= pflags::CE;
+                    }
+                }
+                LinkOutput::Dropped { pkt, .. } => self.drop_packet(pkt),
+            }
+        }
+        if let Some(t) = self.topo.links[link_id as usize].arm_wakeup() {
+            self.queue.schedule(t, Event::LinkWake { link: link_id });
+        }
+        self.link_out = outs;
+    }
+
+    /// A link dropped packet `idx`: free it, and count it against its UDP flow if any.
+    fn drop_packet(&mut self, idx: u32) {
+        let p = self.pool.take(idx);
+        if p.kind == PacketKind::Udp {
+            if let FlowKind::Udp { sink, .. } = &mut self.flows[p.flow as usize].kind {
+                sink.packets_dropped += 1;
+            }
+        }
+    }
+
+    fn link_deliver(&mut self, now: SimTime, link_id: u32) {
+        let (idx, next) = self.topo.links[link_id as usize].pop();
+        if let Some(t) = next {
+            self.queue.schedule(t, Event::LinkDeliver { link: link_id });
+        }
+        let (route, hop) = {
+            let p = self.pool.get_mut(idx);
+            p.hop += 1;
+            (p.route, p.hop)
+        };
+        let r = &self.topo.routes[route as usize];
+        if (hop as usize) < r.links.len() {
+            self.forward(now, idx);
+            return;
+        }
+        let dest = r.dest;
+        let p = self.pool.take(idx);
+        self.counters.delivered += 1;
+        match dest {
+            Dest::Conn { conn, side } => {
+                let f = &mut self.conns[conn as usize];
+                match side {
+                    Side::Sender => f.sender.on_packet(now, &p, &mut self.out),
+                    Side::Receiver => f.receiver.on_packet(now, &p, &mut self.out),
+                }
+                self.emit(now, conn, side);
+                self.relay_after(now, conn, side, p.kind);
+            }
+            Dest::Udp { flow } => {
+                if let FlowKind::Udp { sink, .. } = &mut self.flows[flow as usize].kind {
+                    sink.on_packet(now, &p);
+                }
+            }
+        }
+    }
+
+    fn sample(&mut self, now: SimTime) {
+        let fwd = self.topo.bottleneck_fwd as usize;
+        self.topo.links[fwd].sample(now);
+        self.series
+            .sample(now, &self.flows, &self.conns, &self.topo.links[fwd]);
+    }
+
+    /// Close the last (possibly partial) interval and the statistics at the end time.
+    pub fn finish(&mut self) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        let end = self.end;
+        for l in &mut self.topo.links {
+            l.sample(end);
+        }
+        for s in &mut self.flows {
+            if let FlowKind::Tcp { relays, .. } = &mut s.kind {
+                for r in relays {
+                    r.occupancy.advance(end.ns());
+                }
+            }
+        }
+        if self.series.last_t() < end {
+            self.sample(end);
+        }
+    }
+
+    /// Packets still on links at the end (for conservation accounting).
+    pub fn packets_on_links(&self) -> u64 {
+        self.topo
+            .links
+            .iter()
+            .map(|l| l.in_flight().count() as u64)
+            .sum()
+    }
+}
