@@ -68,8 +68,10 @@ def _link(
     out: list[str] = []
     if not _touched(keys, f"{prefix}.rate"):
         rate = _rate_text(d.get("rate_bps"))
-        if rev and rev.get("rate_bps") != d.get("rate_bps") and not _touched(
-            keys, f"{prefix}.return_rate"
+        if (
+            rev
+            and rev.get("rate_bps") != d.get("rate_bps")
+            and not _touched(keys, f"{prefix}.return_rate")
         ):
             rate += f" (return {_rate_text(rev.get('rate_bps'))})"
         out.append(rate)
@@ -101,8 +103,7 @@ def _path(base: Mapping[str, Any], keys: set[str]) -> str:
     access = base.get("access") or {}
     if access and not _touched(keys, "access"):
         text += (
-            f"; access links {_rate_text(access.get('rate_bps'))}, "
-            f"{_ms(access.get('delay_ns'))}"
+            f"; access links {_rate_text(access.get('rate_bps'))}, {_ms(access.get('delay_ns'))}"
         )
     return text
 
@@ -160,8 +161,8 @@ def fixed_parameters(definition: Mapping[str, Any] | None, varied: Iterable[str]
 def variant_settings(
     definition: Mapping[str, Any] | None, ctx: KeyContext
 ) -> list[tuple[str, str]]:
-    """`(variant, "bottleneck rate = 50Mbps, ...")` for each named variant ("as the base"
-    for one that sets nothing)."""
+    """`(variant, "bottleneck rate 50Mbps, ...")` for each named variant ("as fixed" for
+    one that sets nothing)."""
     if not definition:
         return []
     out = []
@@ -172,7 +173,7 @@ def variant_settings(
             f"{key_name(k, ctx)} {_written(v, key_label(k, '', ctx).unit)}"
             for k, v in sorted((settings or {}).items())
         )
-        out.append((str(name), text or "the base scenario"))
+        out.append((str(name), text or "as fixed"))
     return out
 
 

@@ -123,7 +123,7 @@ class KeyLabel:
 
 
 def _flow_phrase(index: int, ctx: KeyContext) -> str:
-    """"flow 3" or "flows 0–5" for the study file's flow entry `index`; empty when the study
+    """ "flow 3" or "flows 0-5" for the study file's flow entry `index`; empty when the study
     has one TCP flow entry (then "the algorithm" is unambiguous)."""
     entries = ctx.flow_entries
     if index < len(entries):
@@ -132,7 +132,7 @@ def _flow_phrase(index: int, ctx: KeyContext) -> str:
             return ""
         if entry.count == 1:
             return f"flow {entry.first}"
-        return f"flows {entry.first}–{entry.first + entry.count - 1}"
+        return f"flows {entry.first}-{entry.first + entry.count - 1}"
     return f"flow {index}" if not entries else ""
 
 
@@ -241,9 +241,10 @@ def context_of(info: Mapping[str, Any]) -> KeyContext:
     and variants wrote."""
     definition = info.get("definition") or {}
     base = definition.get("base_scenario") or {}
-    segments = tuple(str(s.get("name") or f"segment {i}") for i, s in enumerate(
-        (base.get("path") or {}).get("segments") or []
-    ))
+    segments = tuple(
+        str(s.get("name") or f"segment {i}")
+        for i, s in enumerate((base.get("path") or {}).get("segments") or [])
+    )
     written: dict[str, list[object]] = {}
     for key, values in (definition.get("sweep") or {}).items():
         if isinstance(values, list):

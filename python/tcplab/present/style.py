@@ -34,6 +34,8 @@ COLOURS: Final = (
 )
 MARKERS: Final = ("o", "s", "^", "D", "v", "P", "X", "*")
 DASHES: Final = ("-", "--", ":", "-.")
+#: Bars have no marker or dash: after eight colours, a hatch tells them apart.
+HATCHES: Final = ("", "//", "..", "xx")
 
 
 @dataclass(frozen=True)
@@ -108,7 +110,7 @@ STYLES: Final[dict[str, Style]] = {
     "slides": Style("slides", 13.33, 4.6, 16.0, 2.2, 7.0, 2, 3, 150, True, False),
 }
 
-_SIZE: Final = re.compile(r"^\s*([\d.]+)\s*[x×]\s*([\d.]+)\s*(in|cm|mm|px)?\s*$")
+_SIZE: Final = re.compile(r"^\s*([\d.]+)\s*[x\u00d7]\s*([\d.]+)\s*(in|cm|mm|px)?\s*$")
 
 
 def parse_size(text: str, dpi: int) -> tuple[float, float]:
@@ -126,15 +128,11 @@ def parse_size(text: str, dpi: int) -> tuple[float, float]:
     per_in = {"in": 1.0, None: 1.0, "cm": 2.54, "mm": 25.4, "px": float(dpi)}[m.group(3)]
     w, h = w / per_in, h / per_in
     if not (1.0 <= w <= 50.0 and 1.0 <= h <= 50.0):
-        raise ScenarioError(
-            f"--size = {text!r}: out of range; allowed: 1 to 50 inches each way"
-        )
+        raise ScenarioError(f"--size = {text!r}: out of range; allowed: 1 to 50 inches each way")
     return w, h
 
 
-def make_style(
-    name: str = "web", size: str | None = None, font_size: float | None = None
-) -> Style:
+def make_style(name: str = "web", size: str | None = None, font_size: float | None = None) -> Style:
     """A style by name with `--size` and `--font-size` applied."""
     base = STYLES.get(name)
     if base is None:
