@@ -22,6 +22,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from ..errors import ScenarioError
@@ -111,12 +112,12 @@ def _render(chart: Chart, style: Style, with_caption: bool) -> Figure:
     caption_in = (len(caption_lines) + 0.6) * line_in * 0.85 if caption_lines else 0.0
     panels_in = rows * style.row_height_in + (0.4 if style.title else 0.0)
     height = style.height_in or panels_in + legend_in + caption_in
-    fig = plt.figure(figsize=(style.width_in, height), layout="constrained")
     strip = min((legend_in + caption_in) / height, 0.7)
     caption_top = min(caption_in / height, 0.7)
-    engine = fig.get_layout_engine()
-    assert engine is not None
-    engine.set(rect=(0.0, strip, 1.0, 1.0 - strip))
+    fig = plt.figure(
+        figsize=(style.width_in, height),
+        layout=ConstrainedLayoutEngine(rect=(0.0, strip, 1.0, 1.0 - strip)),
+    )
     axs = fig.subplots(rows, cols, squeeze=False)
     for i, ax in enumerate(axs.flat):
         if i >= len(chart.panels):
