@@ -302,12 +302,14 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_plot(args: argparse.Namespace) -> int:
     from ..present.draw import render, save
-    from ..present.plots import chart
+    from ..present.plots import chart, check_selection
     from ..present.plotspecs import check_figure_path
 
     check_figure_path(args.output)
     figures.check_data_path(args.data)
     style = figures.style_of(args)
+    selection = figures.selection_of(args)
+    check_selection(PLOTS[args.kind], selection)
     store = _open_db(args.db)
     chosen = _selected(store, args.study, args.revision)
     if len(chosen) > 1:
@@ -318,7 +320,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     study, revision = chosen[0]
     _say(f"plot of {revision_line(store, study, revision)}")
     runs = store.runs(study, revision)
-    c = chart(args.kind, runs, store, figures.selection_of(args))
+    c = chart(args.kind, runs, store, selection)
     c.title = f"{c.title} ({study}, revision {revision})"
     save(render(c, style), args.output, style)
     print(f"wrote {args.output}")

@@ -14,12 +14,9 @@ import math
 import re
 import textwrap
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
+from matplotlib import rc_context
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
@@ -35,6 +32,11 @@ from .style import HATCHES, Style
 _MARKS_PER_LINE = 12
 
 
+#: Read when an SVG is written: text stays text (searchable, and a test can read the
+#: labels) and the same figure gives the same ids.
+_SVG_RC: Final = {"svg.fonttype": "none", "svg.hashsalt": "tcplab"}
+
+
 def _rc(style: Style) -> dict[str, Any]:
     return {
         "font.size": style.font_pt,
@@ -47,8 +49,6 @@ def _rc(style: Style) -> dict[str, Any]:
         "figure.titlesize": style.font_pt * 1.15,
         "lines.linewidth": style.line_width,
         "lines.markersize": style.marker_size,
-        "svg.fonttype": "none",  # text stays text: searchable, and a test can read labels
-        "svg.hashsalt": "tcplab",  # the same figure gives the same SVG
         "axes.grid": True,
         "grid.alpha": 0.3,
     }
@@ -95,7 +95,7 @@ def _ncol(chart: Chart, style: Style) -> int:
 def render(chart: Chart, style: Style, *, caption: bool | None = None) -> Figure:
     """The figure of `chart`. `caption`: write the caption under the panels (default: the
     style says; reports put it in the page instead)."""
-    with plt.rc_context(_rc(style)):  # type: ignore[arg-type]
+    with rc_context(_rc(style)):  # type: ignore[arg-type]
         return _render(chart, style, style.caption if caption is None else caption)
 
 
@@ -114,7 +114,8 @@ def _render(chart: Chart, style: Style, with_caption: bool) -> Figure:
     height = style.height_in or panels_in + legend_in + caption_in
     strip = min((legend_in + caption_in) / height, 0.7)
     caption_top = min(caption_in / height, 0.7)
-    fig = plt.figure(
+    # A Figure of its own, not pyplot's: nothing global to register or close.
+    fig = Figure(
         figsize=(style.width_in, height),
         layout=ConstrainedLayoutEngine(rect=(0.0, strip, 1.0, 1.0 - strip)),
     )
@@ -208,9 +209,10 @@ def _panel(ax: Axes, chart: Chart, index: int, style: Style) -> None:
 def _lines(ax: Axes, panel: Panel, index: int, style: Style, over_time: bool) -> None:
     zero = panel.zero_at
     for j, s in enumerate(panel.series):
-        if s.reference:
-            xs = [_x(p.x, zero) for p in s.points]
-            ax.plot(xs, [p.y for p in s.points], color="k", ls="--", lw=1.0, label=s.label)
+        if s.reference:  # not across the break: the distance to zero means nothing
+            ref = [p for p in s.points if not (zero is not None and p.x == 0)]
+            xs = [float(p.x) for p in ref]
+            ax.plot(xs, [p.y for p in ref], color="k", ls="--", lw=1.0, label=s.label)
             continue
         pts = [p for p in s.points if not (zero is not None and p.x == 0)]
         zeros = [p for p in s.points if zero is not None and p.x == 0]
@@ -218,18 +220,19 @@ def _lines(ax: Axes, panel: Panel, index: int, style: Style, over_time: bool) ->
             "color": s.style.colour,
             "marker": s.style.marker,
             "ls": s.style.dash if s.joined else "none",
-            "gid": f"pts-{index}-{j}",
         }
+        gid = f"pts-{index}-{j}"
         if over_time:
             kw["markevery"] = max(1, len(pts) // _MARKS_PER_LINE)
             kw["ms"] = style.marker_size * 0.8
-            ax.plot([float(p.x) for p in pts], [p.y for p in pts], label=s.label, **kw)
+            (line,) = ax.plot([float(p.x) for p in pts], [p.y for p in pts], label=s.label, **kw)
+            line.set_gid(gid)
             continue
         for group, label, joined in ((pts, s.label, s.joined), (zeros, "_zero", False)):
             if not group:
                 continue
             yerr = _yerr(group)
-            ax.errorbar(
+            drawn = ax.errorbar(
                 [_x(p.x, zero) for p in group],
                 [p.y for p in group],
                 yerr=yerr,
@@ -237,6 +240,8 @@ def _lines(ax: Axes, panel: Panel, index: int, style: Style, over_time: bool) ->
                 label=label if group is pts or not pts else "_zero",
                 **{**kw, "ls": kw["ls"] if joined else "none"},
             )
+            # the data line (one SVG <use> per point) in a group a test can find
+            drawn.lines[0].set_gid(gid if group is pts else f"{gid}-zero")
     if panel.xscale == "log":
         ax.set_xscale("log")
         if zero is not None:
@@ -305,7 +310,7 @@ def _bars(ax: Axes, panel: Panel, index: int, style: Style) -> None:
             below.append(max(p.y - p.low, 0.0) if p.low == p.low else 0.0)
             above.append(max(p.high - p.y, 0.0) if p.high == p.high else 0.0)
         width = 0.8 / max((len(m) for m in present.values()), default=1)
-        ax.bar(
+        bars = ax.bar(
             pos,
             ys,
             width=width * 0.95,
@@ -315,8 +320,9 @@ def _bars(ax: Axes, panel: Panel, index: int, style: Style) -> None:
             hatch=HATCHES[(j // 8) % len(HATCHES)],
             edgecolor="white",
             label=s.label,
-            gid=f"pts-{index}-{j}",
         )
+        for k, bar in enumerate(bars.patches):
+            bar.set_gid(f"bar-{index}-{j}-{k}")
     rotate = len(cats) > 6 or max((len(c) for c in cats), default=0) > 8
     ax.set_xticks(
         range(len(cats)),
@@ -331,12 +337,12 @@ def to_svg(fig: Figure) -> str:
     """The figure as an SVG element that scales to its container's width: no metadata (the
     same results give the same report) and no fixed width/height (the viewBox remains)."""
     buf = io.StringIO()
-    fig.savefig(
-        buf,
-        format="svg",
-        metadata={"Date": None, "Creator": None, "Format": None, "Type": None},
-    )
-    plt.close(fig)
+    with rc_context(_SVG_RC):  # type: ignore[arg-type]
+        fig.savefig(
+            buf,
+            format="svg",
+            metadata={"Date": None, "Creator": None, "Format": None, "Type": None},
+        )
     text = re.sub(r"<metadata>.*?</metadata>", "", buf.getvalue(), flags=re.S)
     text = text[text.index("<svg") :]
     head, rest = text.split(">", 1)
@@ -345,20 +351,15 @@ def to_svg(fig: Figure) -> str:
 
 
 def save(fig: Figure, path: str, style: Style) -> None:
-    try:
-        check_figure_path(path)
-    except ScenarioError:
-        plt.close(fig)
-        raise
-    # A caption below the panels is outside the figure's box: the saved file grows to hold
-    # it, unless --size fixed the size.
+    check_figure_path(path)
+    # The caption is written in a strip of the figure; "tight" trims the margins, unless
+    # --size fixed the size.
     tight = "tight" if style.height_in is None else None
     try:
-        fig.savefig(path, dpi=style.dpi, metadata=_file_metadata(path), bbox_inches=tight)
+        with rc_context(_SVG_RC):  # type: ignore[arg-type]
+            fig.savefig(path, dpi=style.dpi, metadata=_file_metadata(path), bbox_inches=tight)
     except OSError as exc:
         raise ScenarioError(f"-o = {path!r}: cannot write ({exc.strerror})") from None
-    finally:
-        plt.close(fig)
 
 
 def _file_metadata(path: str) -> dict[str, Any] | None:

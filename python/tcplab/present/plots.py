@@ -45,16 +45,22 @@ def chart(
         raise ScenarioError(f"{store.path}: no runs to plot")
     view = view or view_of(runs, _info(runs, store))
     sel = selection or Selection()
+    check_selection(spec, sel)
     if spec.kind == "summary":
-        if not sel.empty:
-            raise ScenarioError(
-                f"--run/--seed/--point: --kind {name} summarizes every run of the grid; "
-                "allowed: with a time-series kind (cwnd, rtt-series, goodput-series, shares)"
-            )
         return summary_chart(spec, view)
     if spec.kind == "shares":
         return shares_chart(spec, view, runs, store, sel)
     return series_chart(spec, view, runs, store, sel)
+
+
+def check_selection(spec: PlotSpec, sel: Selection) -> None:
+    """A choice of runs only means something to a time-series kind."""
+    if spec.kind == "summary" and not sel.empty:
+        series = ", ".join(n for n, p in PLOTS.items() if p.kind != "summary")
+        raise ScenarioError(
+            f"--run/--seed/--point: --kind {spec.name} summarizes every run of the grid; "
+            f"allowed: with a time-series kind ({series})"
+        )
 
 
 def figure(
