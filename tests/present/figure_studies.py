@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -48,5 +49,6 @@ RATE_STUDY: dict[str, Any] = {
 
 def stored(tmp: Path, raw: dict[str, Any]) -> Store:
     store = Store(tmp / f"{raw['study']['name']}.duckdb")
-    run_study(study_from_dict(raw), store, jobs=2, progress=False)
+    # a copy: loading a study consumes parts of the dict it is given
+    run_study(study_from_dict(copy.deepcopy(raw)), store, jobs=2, progress=False)
     return store

@@ -20,9 +20,10 @@ MAX_DECIMALS: Final = 6
 
 
 def decimals(values: Iterable[float], significant: int = SIGNIFICANT) -> int:
-    """Decimals that give the largest finite |value| `significant` significant digits."""
+    """Decimals that give the largest finite |value| `significant` significant digits; none
+    when every value is a whole number."""
     finite = [abs(v) for v in values if v == v and math.isfinite(v) and v != 0]
-    if not finite:
+    if not finite or all(v == int(v) for v in finite):  # counts stay whole numbers
         return 0
     exponent = math.floor(math.log10(max(finite)))
     return max(0, min(MAX_DECIMALS, significant - 1 - exponent))
