@@ -26,7 +26,6 @@ from ..results.metrics import METRIC_BY_NAME
 from ..study.aggregate import aggregate, t975
 from ..study.store import Store, param_columns
 from .chart import Chart, Panel, Point, Series
-from .labels import format_value
 from .plotspecs import PlotSpec
 from .study_view import (
     LINE,
@@ -216,12 +215,10 @@ def _bars(spec: PlotSpec, view: StudyView, agg: pd.DataFrame) -> Chart:
         cat_of = {i: (v or "all runs") for i, v in agg["variant"].fillna("").items()}
         variants = [""]
     else:
-        cat_of = {i: format_value(r[first], view.label(first)) for i, r in agg.iterrows()}
+        cat_of = {i: view.value_text(r, first) for i, r in agg.iterrows()}
         variants = view.variants
     if rest:
-        hue_of = {
-            i: ", ".join(format_value(r[k], view.label(k)) for k in rest) for i, r in agg.iterrows()
-        }
+        hue_of = {i: ", ".join(view.value_text(r, k) for k in rest) for i, r in agg.iterrows()}
         hues = sorted(set(hue_of.values()))
         looks = {h: line_style(i) for i, h in enumerate(hues)}
         legend = ", ".join(view.label(k).text for k in rest)

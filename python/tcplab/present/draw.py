@@ -28,6 +28,8 @@ from .labels import format_number
 from .plotspecs import check_figure_path
 from .style import HATCHES, Style
 
+#: Legend entries longer than this wrap.
+_LEGEND_CHARS = 34
 #: Markers on a time series: about this many per line (enough to tell lines apart).
 _MARKS_PER_LINE = 12
 
@@ -87,7 +89,7 @@ def _ncol(chart: Chart, style: Style) -> int:
     if not entries:
         return 1
     data = [s.label for p in chart.panels for s in p.series if not s.reference] or entries
-    longest = max(len(e) for e in data)
+    longest = min(max(len(e) for e in data), _LEGEND_CHARS)
     entry_pt = (longest * 0.55 + 4.0) * style.small_pt
     return max(1, min(len(entries), int(style.width_in * 72 * 0.95 // entry_pt)))
 
@@ -169,7 +171,8 @@ def _unique_handles(axes: Sequence[Axes], order: Sequence[str]) -> tuple[list[An
             if label not in found and not label.startswith("_"):
                 found[label] = h
     labels = [lab for lab in order if lab in found]
-    return [found[lab] for lab in labels], labels
+    # a long entry (a theory reference) wraps instead of widening the legend past the figure
+    return [found[lab] for lab in labels], [textwrap.fill(lab, _LEGEND_CHARS) for lab in labels]
 
 
 def _panel(ax: Axes, chart: Chart, index: int, style: Style) -> None:
@@ -343,11 +346,20 @@ def to_svg(fig: Figure) -> str:
             format="svg",
             metadata={"Date": None, "Creator": None, "Format": None, "Type": None},
         )
+    _release(fig)
     text = re.sub(r"<metadata>.*?</metadata>", "", buf.getvalue(), flags=re.S)
     text = text[text.index("<svg") :]
     head, rest = text.split(">", 1)
     head = re.sub(r'\s(width|height)="[^"]*"', "", head)
     return f'{head} preserveAspectRatio="xMidYMin meet">{rest}'
+
+
+def _release(fig: Figure) -> None:
+    """Close a figure pyplot made (the agreement matrix's); ours are not registered."""
+    if fig.canvas.manager is not None:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
 
 
 def save(fig: Figure, path: str, style: Style) -> None:

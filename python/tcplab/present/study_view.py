@@ -16,7 +16,15 @@ from ..errors import ScenarioError
 from ..study.axes import StudyAxes, is_error_rate, study_axes
 from ..study.store import param_columns
 from .describe import fixed_parameters, swept_keys, variant_settings
-from .labels import KeyContext, KeyLabel, context_of, format_number, format_value, key_label
+from .labels import (
+    KeyContext,
+    KeyLabel,
+    context_of,
+    format_number,
+    format_value,
+    key_label,
+    reference_of,
+)
 
 LINE = "line"
 
@@ -73,8 +81,20 @@ class StudyView:
 
     def line_of(self, row: Mapping[str, Any]) -> str:
         """A line's legend entry: its keys' values, in the order of `legend_title`."""
-        parts = [format_value(row[k], self.label(k)) for k in self.axes.lines]
+        parts = [self.value_text(row, k) for k in self.axes.lines]
         return ", ".join(parts) if parts else "all runs"
+
+    def value_text(self, row: Mapping[str, Any], key: str) -> str:
+        """A key's value in a row; "same as flow 0" where the study set it with "=OTHER"
+        (`"flows.1.cca" = ["cubic", "=flows.0.cca"]`) rather than by a value it lists."""
+        value = row[key]
+        other = reference_of(key, self.ctx)
+        written = self.ctx.written.get(key, ())
+        if other is not None and other in row and row[other] == value and value not in written:
+            name = self.label(other).name
+            whose = "the algorithm" if name == "algorithm" else name.removesuffix(" algorithm")
+            return f"same as {whose}"
+        return format_value(value, self.label(key))
 
     def format_x(self, v: object) -> str:
         """An x value in the axis unit: "1e-05", "4" (Mbit/s)."""
