@@ -26,8 +26,9 @@ XScale = Literal["linear", "log", "category"]
 
 @dataclass(frozen=True)
 class Point:
-    """One plotted value. `low`/`high` are the error bar's ends (NaN: no bar). `zero_on_log`
-    marks x = 0 on a log axis, which is drawn left of an axis break at `Panel.zero_at`."""
+    """One plotted value. `low`/`high` are the error bar's ends (NaN: no bar); `n` the runs
+    behind it; `note` where it comes from (a run and flow), exported with it. An x of 0 on a
+    log axis is drawn at `Panel.zero_at`, left of an axis break."""
 
     x: float | str
     y: float

@@ -102,13 +102,16 @@ def _summary_caption(spec: PlotSpec, view: StudyView, agg: pd.DataFrame, zero: b
     col = spec.column
     ns = [int(n) for n in agg["n"]]
     seeds = view.seeds_text(view.runs["seed"].tolist())
-    parts = [f"{spec.what}: the mean over {n_text(ns)} repetitions ({seeds}) per point"]
+    if max(ns) == 1:
+        parts = [f"{spec.what}: one run per point ({seeds})"]
+    else:
+        parts = [f"{spec.what}: the mean over {n_text(ns)} repetitions ({seeds}) per point"]
     half = agg[f"{col}_ci95"]
     if bool((half.fillna(0) == 0).all()):
         parts.append(
             "no error bars: every repetition gave the same value (deterministic)"
             if max(ns) > 1
-            else "no error bars: one run per point"
+            else "no error bars"
         )
     else:
         metric = METRIC_BY_NAME.get(col)
