@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 export PYO3_PYTHON := $(abspath $(PY))
 CARGO ?= cargo
 
-.PHONY: all venv build demo test test-rust lint test-py bench clean fmt system-deps
+.PHONY: all venv build demo test test-rust lint test-py bench clean fmt system-deps report-shots
 
 all: build
 
@@ -75,9 +75,21 @@ test-py: build system-deps
 bench: build
 	$(BIN)/python -m tcplab.tools.bench
 
+# Screenshots of two preset reports as headless Chromium renders them (short runs; not
+# committed): build/report-shots/goodput-ns2.png and cca-survey.png.
+SHOTS := build/report-shots
+report-shots: build system-deps
+	mkdir -p $(SHOTS)
+	cd $(SHOTS) && $(abspath $(BIN))/tcplab study run goodput-ns2 --duration 5s --no-progress
+	cd $(SHOTS) && $(abspath $(BIN))/tcplab study run cca-survey --duration 10s --repetitions 2 --no-progress
+	for n in goodput-ns2 cca-survey; do \
+	  chromium --headless=new --no-sandbox --disable-gpu --hide-scrollbars \
+	    --user-data-dir=$(abspath $(SHOTS))/profile --window-size=1280,6000 \
+	    --screenshot=$(abspath $(SHOTS))/$$n.png file://$(abspath $(SHOTS))/$$n.html; done
+
 fmt:
 	$(CARGO) fmt --all
 	$(BIN)/ruff format python tests
 
 clean:
-	rm -rf target $(VENV) demo-out
+	rm -rf target $(VENV) demo-out build

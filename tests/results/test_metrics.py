@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd  # type: ignore[import-untyped]
 import pytest
 from tcplab.present.report import summary_table
+from tcplab.present.study_view import view_of
 from tcplab.results.metrics import METRICS
 from tcplab.study.aggregate import aggregate
 from tcplab.study.store import Store
@@ -136,9 +137,14 @@ def test_identical_repetitions_are_deterministic_not_a_rounding_residue() -> Non
     row = agg.iloc[0]
     assert (row["goodput_utilization_std"], row["goodput_utilization_ci95"]) == (0.0, 0.0)
     assert row["goodput_utilization_mean"] == 0.7
-    table = summary_table(agg, _runs(goodput_bps=[1.0]))
-    assert "14 (deterministic)" in table and "0.7 (deterministic)" in table
-    assert "e-1" not in table
+    runs = _runs(goodput_utilization=[0.7, 0.7, 0.7], goodput_bps=[14e6, 14e6, 14e6])
+    table = summary_table(agg, view_of(runs, {}))
+    # every metric of the row agrees across its 3 repetitions: said once, in the n column,
+    # and the values at one precision per column (4 significant digits; whole numbers stay
+    # whole), never "± 0"
+    assert "<td>3 (deterministic)</td>" in table
+    assert "<td>14</td>" in table and "<td>0.7000</td>" in table
+    assert "e-1" not in table and "± 0" not in table
 
 
 def test_goodput_ns2_report_says_deterministic(tmp_path: Path) -> None:

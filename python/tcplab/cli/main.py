@@ -1,5 +1,5 @@
 """The `tcplab` command: run | check | ccas | demo (`run.py`), sweep | report | plot | results
-| study (`study.py`), emulate | validate (`realstack.py`).
+| study (`study.py`), emulate | validate (`realstack.py`), compare (`compare.py`).
 
 User mistakes print one line `error: ...` on stderr and exit with status 2; anything else that
 goes wrong prints `internal error: ...` and exits with 1 (set TCPLAB_TRACEBACK=1 to see the
@@ -17,10 +17,10 @@ import sys
 from collections.abc import Sequence
 
 from ..errors import ScenarioError
-from . import realstack, run, study
+from . import compare, realstack, run, study
 from .options import Parser
 
-COMMANDS = "run, check, ccas, demo, sweep, report, plot, results, study, emulate, validate"
+COMMANDS = "run, check, ccas, demo, sweep, report, plot, results, study, emulate, validate, compare"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_commands(sub)
     study.add_commands(sub)
     realstack.add_commands(sub)
+    compare.add_commands(sub)
     return parser
 
 

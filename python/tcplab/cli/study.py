@@ -4,6 +4,8 @@ tcplab sweep STUDY.toml [--jobs N] [--db results.duckdb] [--executor local|dask 
     [--new-revision | --replace] [--plan]
 tcplab report results.duckdb [--study NAME] [--revision N] -o report.html
 tcplab plot results.duckdb [--study NAME] [--revision N] --kind goodput -o fig.png|svg|pdf
+    [--style web|paper|slides] [--size WxH] [--font-size PT] [--data FIG.csv]
+    [--run ID | --seed N | --point KEY=VALUE ...]
 tcplab results results.duckdb [--study NAME] [--revision N] [--table runs|flows|aggregate]
     [--format csv|parquet|json] [-o FILE]
 tcplab results EXPORT.csv|.parquet|.json [--format ...] [-o FILE]    (read an export back)
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ScenarioError
 from ..present.plotspecs import PLOTS
+from . import figures
 from .options import count_arg, revision_arg, seconds_arg
 
 if TYPE_CHECKING:
@@ -298,10 +301,15 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    from ..present.plots import figure, save
+    from ..present.draw import render, save
+    from ..present.plots import chart, check_selection
     from ..present.plotspecs import check_figure_path
 
     check_figure_path(args.output)
+    figures.check_data_path(args.data)
+    style = figures.style_of(args)
+    selection = figures.selection_of(args)
+    check_selection(PLOTS[args.kind], selection)
     store = _open_db(args.db)
     chosen = _selected(store, args.study, args.revision)
     if len(chosen) > 1:
@@ -312,10 +320,11 @@ def cmd_plot(args: argparse.Namespace) -> int:
     study, revision = chosen[0]
     _say(f"plot of {revision_line(store, study, revision)}")
     runs = store.runs(study, revision)
-    fig = figure(args.kind, runs, store)
-    fig.suptitle(f"{fig.get_suptitle()} ({study}, revision {revision})")
-    save(fig, args.output)
+    c = chart(args.kind, runs, store, selection)
+    c.title = f"{c.title} ({study}, revision {revision})"
+    save(render(c, style), args.output, style)
     print(f"wrote {args.output}")
+    figures.write_data(c, args.data)
     return 0
 
 
@@ -533,6 +542,7 @@ def add_commands(sub: Any) -> None:
     _add_selection(pl)
     pl.add_argument("--kind", choices=tuple(PLOTS), default="goodput")
     pl.add_argument("-o", "--output", required=True, metavar="FIG.png|svg|pdf")
+    figures.add_figure_options(pl)
     pl.set_defaults(handler=cmd_plot)
 
     rs = sub.add_parser("results", help="export results (with provenance) as CSV, Parquet or JSON")

@@ -1,5 +1,11 @@
 """The figures `tcplab plot` and reports draw, as data (no plotting library imported here,
-so the CLI can list them without loading matplotlib)."""
+so the CLI can list them without loading matplotlib).
+
+`summary` kinds show a run metric over the study's grid, `series` kinds a sampled quantity
+over time in chosen runs, `shares` each flow's share of the goodput over time. A kind that
+says something only about several flows (`needs_flows = 2`) is refused on a study whose runs
+have one flow, with `per_flow_reason` as the reason.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +14,7 @@ from typing import Final, Literal
 
 from ..errors import ScenarioError
 
-Kind = Literal["metric", "bars", "series", "shares"]
+Kind = Literal["summary", "series", "shares"]
 
 
 @dataclass(frozen=True)
@@ -16,12 +22,22 @@ class PlotSpec:
     name: str
     title: str
     kind: Kind
+    #: a column of the runs table (summaries) or of the series (time series)
     column: str
     ylabel: str
+    #: what the figure shows, as the start of its caption
+    what: str
     scale: float = 1.0
     reference: str | None = None
     reference_label: str = ""
+    #: a bit rate: it cannot exceed the bottleneck's rate (intervals are clipped there; a
+    #: time series marks the rate and says when a sample is above it)
+    link_bounded: bool = False
+    needs_flows: int = 1
+    per_flow_reason: str = ""
 
+
+_JAIN_ONE = "Jain's index of one flow is 1 by definition"
 
 PLOTS: Final[dict[str, PlotSpec]] = {
     p.name: p
@@ -29,38 +45,79 @@ PLOTS: Final[dict[str, PlotSpec]] = {
         PlotSpec(
             "goodput",
             "Goodput",
-            "metric",
+            "summary",
             "goodput_bps",
             "goodput (Mbit/s)",
+            "goodput of all TCP flows of a run (payload bytes delivered in order x 8 / run time)",
             1e-6,
             "mathis_bps",
-            "Mathis bound (capped at capacity)",
+            "Mathis et al. bound, capped at the path's payload capacity",
+            link_bounded=True,
         ),
         PlotSpec(
             "rtt",
             "Mean RTT",
-            "metric",
+            "summary",
             "rtt_mean_ms",
             "mean RTT (ms)",
+            "mean RTT of the TCP flows' samples",
             1.0,
             "base_rtt_ms",
-            "physical RTT",
+            "propagation (physical) RTT of the path",
         ),
         PlotSpec(
-            "retransmits", "Retransmissions", "metric", "retransmits", "retransmitted segments"
+            "retransmits",
+            "Retransmissions",
+            "summary",
+            "retransmits",
+            "retransmitted segments",
+            "retransmitted segments of all TCP flows of a run",
         ),
         PlotSpec(
             "utilization",
             "Link utilization (goodput / capacity)",
-            "bars",
+            "summary",
             "goodput_utilization",
-            "utilization",
+            "utilization (goodput / capacity)",
+            "goodput over the bottleneck's payload capacity",
         ),
-        PlotSpec("fairness", "Jain's fairness index", "bars", "jain_fairness", "Jain index"),
-        PlotSpec("cwnd", "Congestion window over time", "series", "cwnd_bytes", "cwnd (kB)", 1e-3),
-        PlotSpec("rtt-series", "RTT over time", "series", "rtt_ms", "RTT (ms)"),
         PlotSpec(
-            "goodput-series", "Goodput over time", "series", "goodput_bps", "goodput (Mbit/s)", 1e-6
+            "fairness",
+            "Jain's fairness index",
+            "summary",
+            "jain_fairness",
+            "Jain's index",
+            "Jain's fairness index of the TCP flows' goodputs (1 = equal shares, 1/N = one "
+            "flow takes all)",
+            needs_flows=2,
+            per_flow_reason=_JAIN_ONE,
+        ),
+        PlotSpec(
+            "cwnd",
+            "Congestion window over time",
+            "series",
+            "cwnd_bytes",
+            "cwnd (kB)",
+            "congestion window at the end of each sampling interval",
+            1e-3,
+        ),
+        PlotSpec(
+            "rtt-series",
+            "RTT over time",
+            "series",
+            "rtt_ms",
+            "RTT (ms)",
+            "mean RTT of the samples in each interval",
+        ),
+        PlotSpec(
+            "goodput-series",
+            "Goodput over time",
+            "series",
+            "goodput_bps",
+            "goodput (Mbit/s)",
+            "goodput (payload delivered in order) in each interval",
+            1e-6,
+            link_bounded=True,
         ),
         PlotSpec(
             "shares",
@@ -68,6 +125,9 @@ PLOTS: Final[dict[str, PlotSpec]] = {
             "shares",
             "goodput_bps",
             "share of the goodput",
+            "per-flow share of the goodput",
+            needs_flows=2,
+            per_flow_reason="one flow's share of the goodput is always 1",
         ),
     )
 }

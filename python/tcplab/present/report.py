@@ -24,7 +24,13 @@ from ..errors import ScenarioError
 from ..results.metrics import METRIC_BY_NAME
 from ..study.aggregate import aggregate
 from ..study.store import Store, param_columns
-from .plots import available, figure, to_svg
+from .charts import supported
+from .draw import render, to_svg
+from .labels import KeyLabel, format_value
+from .plots import PLOTS, chart
+from .study_view import StudyView, view_of
+from .style import make_style
+from .tables import Interval, decimals, fixed
 
 #: The reports' style sheet (the kernel agreement matrix's page uses it too).
 CSS = """
@@ -32,7 +38,9 @@ body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;color:#22
 h1{font-size:1.6em}h2{margin-top:1.6em;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;font-size:.85em;margin:.5em 0}
 td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}th{background:#f3f3f3}
-td.t{text-align:left}.fig{margin:1em 0}.fig svg{max-width:100%;height:auto}
+td{white-space:nowrap}
+td.t{text-align:left}.fig{margin:1.5em 0}.fig svg{width:100%;height:auto;display:block}
+figcaption{font-size:.9em;color:#333;max-width:70em;margin-top:.3em}
 pre{background:#f7f7f7;padding:1em;overflow:auto;font-size:.8em}
 .meta{color:#555}
 """
@@ -60,59 +68,80 @@ CHECK_JS = """
 """
 
 _TABLE_METRICS = (
-    "goodput_bps",
-    "rtt_mean_ms",
-    "retransmits",
-    "goodput_utilization",
-    "jain_fairness",
+    ("goodput_bps", "goodput (Mbit/s)"),
+    ("rtt_mean_ms", "mean RTT (ms)"),
+    ("retransmits", "retransmitted segments"),
+    ("goodput_utilization", "utilization"),
+    ("jain_fairness", "Jain's index"),
 )
 
 
-def _fmt(v: object, scale: float = 1.0) -> str:
+def _cell(v: object, label: KeyLabel | None = None) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "-"
-    if isinstance(v, float | int) and not isinstance(v, bool):
-        x = float(v) * scale
-        if x != 0 and (abs(x) < 1e-3 or abs(x) >= 1e6):
-            return f"{x:.3g}"
-        return f"{x:.4g}"
-    return html.escape(str(v))
+    return html.escape(format_value(v, label))
 
 
-def _interval(r: pd.Series, m: str, scale: float) -> str:
-    """`mean ± half` for a symmetric interval, `mean +a/-b` where the metric's range clipped
-    it, the mean alone for one run, and `mean (deterministic)` when every repetition gave the
-    same value."""
-    mean, half = r[f"{m}_mean"], r[f"{m}_ci95"]
-    if half != half or half is None:  # NaN: one run
-        return _fmt(mean, scale)
-    if half == 0:
-        return f"{_fmt(mean, scale)} (deterministic)"
-    low, high = r[f"{m}_ci_low"], r[f"{m}_ci_high"]
-    if math.isclose(mean - low, half) and math.isclose(high - mean, half):
-        return f"{_fmt(mean, scale)} ± {_fmt(half, scale)}"
-    return f"{_fmt(mean, scale)} +{_fmt(high - mean, scale)}/-{_fmt(mean - low, scale)}"
-
-
-def summary_table(agg: pd.DataFrame, runs: pd.DataFrame) -> str:
-    params = param_columns(runs)
-    head = ["variant", *params, "n"]
-    cols = [METRIC_BY_NAME[m] for m in _TABLE_METRICS if f"{m}_mean" in agg]
-    out = ["<table><tr>"]
-    out += [f"<th>{html.escape(h)}</th>" for h in head]
-    out += [f"<th>{html.escape(m.label)} (mean, 95% CI)</th>" for m in cols]
-    out += ["<th>Mathis Mbit/s</th><th>physical RTT ms</th></tr>"]
-    for _, r in agg.iterrows():
-        out.append("<tr>")
-        out += [f'<td class="t">{_fmt(r[h])}</td>' for h in head]
-        for m in cols:
-            out.append(f"<td>{_interval(r, m.name, m.scale)}</td>")
-        out.append(
-            f"<td>{_fmt(r.get('mathis_bps'), 1e-6)}</td><td>{_fmt(r.get('base_rtt_ms'))}</td>"
+def summary_table(agg: pd.DataFrame, view: StudyView) -> str:
+    """Grid points as rows: the swept keys by their human names, then each metric's mean
+    and 95 % interval at one precision per column. Rows whose repetitions all agree say so
+    in the n column instead of "± 0" in every cell."""
+    params = [p for p in param_columns(agg) if agg[p].nunique(dropna=False) > 1 or p == view.axes.x]
+    variants = agg["variant"].fillna("").astype(str)
+    head: list[tuple[str, str]] = [("variant", "variant")] if (variants != "").any() else []
+    head += [(p, view.label(p).text) for p in params]
+    metrics = [
+        (m, label)
+        for m, label in _TABLE_METRICS
+        if f"{m}_mean" in agg
+        and agg[f"{m}_mean"].notna().any()
+        and (m != "jain_fairness" or view.multi_flow)
+    ]
+    refs = [
+        (c, label, scale)
+        for c, label, scale in (
+            ("mathis_bps", "Mathis bound (Mbit/s)", 1e-6),
+            ("base_rtt_ms", "propagation RTT (ms)", 1.0),
         )
+        if c in agg and agg[c].notna().any()
+    ]
+    places = {m: decimals(agg[f"{m}_mean"] * METRIC_BY_NAME[m].scale) for m, _ in metrics} | {
+        c: decimals(agg[c] * scale) for c, _, scale in refs
+    }
+    out = ["<table class='results'><tr>"]
+    out += [f"<th>{html.escape(h)}</th>" for _, h in head]
+    out.append("<th>n</th>")
+    out += [f"<th>{html.escape(label)}</th>" for _, label in metrics]
+    out += [f"<th>{html.escape(label)}</th>" for _, label, _ in refs]
+    out.append("</tr>")
+    for _, r in agg.iterrows():
+        intervals = {m: _interval_of(r, m) for m, _ in metrics}
+        same = int(r["n"]) > 1 and all(i.deterministic for i in intervals.values())
+        out.append("<tr>")
+        out += [
+            f'<td class="t">{_cell(r[k], view.label(k) if k != "variant" else None)}</td>'
+            for k, _ in head
+        ]
+        out.append(f"<td>{int(r['n'])}{' (deterministic)' if same else ''}</td>")
+        for m, _ in metrics:
+            i = intervals[m]
+            note = " (deterministic)" if i.deterministic and not same else ""
+            out.append(f"<td>{i.text(places[m])}{note}</td>")
+        for c, _, scale in refs:
+            out.append(f"<td>{fixed(float(r[c]) * scale, places[c])}</td>")
         out.append("</tr>")
     out.append("</table>")
     return "".join(out)
+
+
+def _interval_of(r: pd.Series, m: str) -> Interval:
+    scale = METRIC_BY_NAME[m].scale
+    return Interval(
+        float(r[f"{m}_mean"]) * scale,
+        float(r[f"{m}_ci95"]) * scale,
+        float(r[f"{m}_ci_low"]) * scale,
+        float(r[f"{m}_ci_high"]) * scale,
+    )
 
 
 def _select(
@@ -188,13 +217,19 @@ def _section(
         f"{html.escape(str(info.get('model_version') or 'unknown'))}.</p>",
         f"<{h2}>Figures</{h2}>",
     ]
-    for name in plots or available(runs):
-        svg = to_svg(figure(name, runs, store))
+    view = view_of(runs, {**info, "study": study, "revision": revision})
+    style = make_style("web")
+    for name in plots or [n for n, spec in PLOTS.items() if supported(spec, view)]:
+        c = chart(name, runs, store, view=view)
+        svg = to_svg(render(c, style, caption=False))
+        anchor = html.escape(f"fig-{study}-{name}")
         out.append(
-            f"<div class='fig' id='fig-{html.escape(study)}-{html.escape(name)}'>{svg}</div>"
+            f"<figure class='fig' id='{anchor}' data-kind='{html.escape(name)}'>{svg}"
+            f"<figcaption><b>{html.escape(c.title)}.</b> {html.escape(c.caption)}</figcaption>"
+            "</figure>"
         )
     out.append(f"<{h2}>Results (mean over repetitions, 95 % confidence interval)</{h2}>")
-    out.append(summary_table(agg, runs))
+    out.append(summary_table(agg, view))
     out.append(f"<{h2}>Provenance</{h2}>")
     out.append(_provenance_rows(runs, info))
     definition = info.get("definition")
