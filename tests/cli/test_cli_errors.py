@@ -118,7 +118,7 @@ CASES = [
     ),
     pytest.param(
         broken('app = "bulk"', 'app = "bulk"\ncount = 0'),
-        "error: flows[0].count = 0: out of range; allowed: 1 to 1000",
+        "error: flows[0].count = 0: out of range; allowed: 1 to 100000",
         id="count zero",
     ),
     pytest.param(

@@ -147,6 +147,27 @@ def test_count_expands_in_file_order() -> None:
     assert flows[2]["app"] == {"kind": "file", "size_bytes": 5_000_000}
 
 
+def test_one_flow_table_holds_ten_thousand_flows() -> None:
+    # A data-centre or ISP aggregate in one table: 10,000 identical flows.
+    raw = geo()
+    raw["flows"] = [{"cca": "reno", "count": 10_000}]
+    assert len(norm(raw)["flows"]) == 10_000
+
+
+@pytest.mark.parametrize(
+    ("tables", "message"),
+    [
+        ([100_001], "flows[0].count = 100001: out of range; allowed: 1 to 100000"),
+        ([60_000, 40_001], 'flows = "100001 flows": too many flows; allowed: at most 100000'),
+    ],
+)
+def test_more_than_a_hundred_thousand_flows_are_refused(tables: list[int], message: str) -> None:
+    raw = geo()
+    raw["flows"] = [{"cca": "reno", "count": n} for n in tables]
+    with pytest.raises(ScenarioError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        norm(raw)
+
+
 @pytest.mark.parametrize(
     ("rwnd", "scaling", "expected"),
     [

@@ -5,7 +5,7 @@
 //! # Layers, from the bottom
 //!
 //! - `engine`: integer-nanosecond time, seeded random substreams, the event queue ordered
-//!   by (time, sequence), bounded-memory statistics, the windowed min/max filter. Nothing
+//!   by (time, scheduling order) (a radix heap), bounded-memory statistics, the windowed min/max filter. Nothing
 //!   in it knows about networks or TCP.
 //! - `net`: packets and their pool, one-way links (rate, delay, DropTail solved
 //!   analytically; RED and CoDel in `aqm`; loss models, outages, traces), and the topology

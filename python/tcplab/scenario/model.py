@@ -621,7 +621,10 @@ class FlowSpec(_Model):
     """One `[[flows]]` table: `count` identical flows."""
 
     cca: str = "cubic"
-    count: Annotated[int, _check(lambda v: 1 <= v <= 1000, "out of range", "1 to 1000")] = 1
+    count: Annotated[
+        int,
+        _check(lambda v: 1 <= v <= LIMITS.max_flows, "out of range", f"1 to {LIMITS.max_flows}"),
+    ] = 1
     start_ns: DurationNs = Field(0, alias="start")
     app: Literal["bulk", "file", "cbr"] = "bulk"
     size_bytes: (

@@ -1,6 +1,8 @@
 """`python -m tcplab.tools.bench` (`make bench`): wall-clock speed on the two GEO benchmarks, a
-GEO path through a distributed split-TCP PEP, the throughput of a parallel sweep, and how
-long `tcplab --version`, `--help` and `run --help` take to start.
+GEO path through a distributed split-TCP PEP, the throughput of a parallel sweep, how long
+`tcplab --version`, `--help` and `run --help` take to start and `tcplab run` takes on the GEO
+scenario as a whole process, and the scaling table (`scaling`: cost per delivered packet
+against flows, link rate and run length).
 
 Each scenario runs `--repeat` times one after the other (never in parallel, so runs do not
 compete for cores); the best wall time is reported, as is usual for benchmarks, because noise
@@ -31,6 +33,7 @@ from ..runner import run_scenario
 from ..scenario.load import load_scenario
 from ..units import parse_duration_ns
 from .demo import builtin_scenario
+from .scaling import print_scaling, run_scaling
 
 NS3_GEO4_WALL_S: Final = (12.0, 20.0)  # for 600 s simulated
 NS3_GEO50_DELIVERED_PKTS_PER_S: Final = 360.0
@@ -215,6 +218,15 @@ def run_startup_benchmark(repeat: int = 10) -> list[StartupBench]:
     ]
 
 
+def run_geo_process_benchmark(repeat: int = 3) -> float:
+    """Best wall time of `tcplab run` on the shipped GEO scenario as a whole process
+    (interpreter start, scenario checks, the run and the printed summary)."""
+    from importlib import resources
+
+    path = resources.files("tcplab").joinpath("data", "geo-sat.toml")
+    return _best_wall_s([sys.executable, "-m", "tcplab", "run", str(path)], repeat)
+
+
 def _print(rows: Sequence[BenchRow]) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -242,6 +254,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--duration", default=None, help='simulated time (default "600s")')
     parser.add_argument("--out", default="bench-out", help="directory for bench.json")
     parser.add_argument("--no-sweep", action="store_true", help="skip the sweep benchmark")
+    parser.add_argument(
+        "--no-scaling", action="store_true", help="skip the scaling table (about a minute)"
+    )
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
@@ -257,6 +272,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"start-up {row.command}: {row.best_s:.3f} s, {row.above_baseline_s:+.3f} s against "
             f"the interpreter with pydantic ({row.baseline_s:.3f} s); best of 10"
         )
+    geo_process_s = run_geo_process_benchmark()
+    print(
+        f"tcplab run geo-sat.toml (600 s simulated), whole process: {geo_process_s:.3f} s"
+        " (best of 3)"
+    )
+    scaling = [] if args.no_scaling else run_scaling(args.duration)
+    if scaling:
+        print_scaling(scaling)
     sweep = None if args.no_sweep else run_sweep_benchmark(args.duration)
     if sweep is not None:
         print(
@@ -277,6 +300,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "repeat": args.repeat,
         "benchmarks": [asdict(row) for row in rows],
         "sweep": None if sweep is None else asdict(sweep),
+        "geo_run_process_s": geo_process_s,
+        "scaling": [point.as_dict() for point in scaling],
         "startup": [{**asdict(row), "above_baseline_s": row.above_baseline_s} for row in startup],
     }
     (out_dir / "bench.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")

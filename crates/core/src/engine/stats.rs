@@ -6,9 +6,14 @@
 //! the true sample), and the accumulator keeps two numbers.
 
 /// Histogram of `u64` values (ns) with < 0.4 % relative error.
+///
+/// Only the buckets from the lowest to the highest one used are stored (`counts[i]` is
+/// bucket `first + i`): RTTs of one flow span a few hundred buckets around 2,500, and a
+/// histogram per flow of thousands of flows must not hold the empty ones below them.
 #[derive(Debug, Clone)]
 pub struct LogHistogram {
     counts: Vec<u64>,
+    first: usize,
     count: u64,
     sum: u128,
     min: u64,
@@ -47,6 +52,7 @@ impl Default for LogHistogram {
     fn default() -> Self {
         LogHistogram {
             counts: Vec::new(),
+            first: 0,
             count: 0,
             sum: 0,
             min: u64::MAX,
@@ -63,10 +69,19 @@ impl LogHistogram {
     #[inline]
     pub fn record(&mut self, v: u64) {
         let b = bucket_of(v);
-        if b >= self.counts.len() {
-            self.counts.resize(b + 1, 0);
+        if self.counts.is_empty() {
+            self.first = b;
+        } else if b < self.first {
+            // A new lowest bucket (rare: at most once per bucket below the first sample).
+            self.counts
+                .splice(0..0, std::iter::repeat_n(0, self.first - b));
+            self.first = b;
         }
-        self.counts[b] += 1;
+        let i = b - self.first;
+        if i >= self.counts.len() {
+            self.counts.resize(i + 1, 0);
+        }
+        self.counts[i] += 1;
         self.count += 1;
         self.sum += v as u128;
         self.min = self.min.min(v);
@@ -105,7 +120,7 @@ impl LogHistogram {
         for (i, &c) in self.counts.iter().enumerate() {
             seen += c;
             if seen >= rank {
-                let (lo, w) = bucket_range(i);
+                let (lo, w) = bucket_range(self.first + i);
                 return Some((lo + w / 2).clamp(self.min, self.max));
             }
         }
@@ -178,6 +193,31 @@ mod tests {
         assert_eq!(h.min(), Some(1_000_000));
         assert_eq!(h.max(), Some(1_000_000_000));
         assert_eq!(h.mean(), Some(500.5e6));
+    }
+
+    #[test]
+    fn samples_arriving_in_falling_order_give_the_same_quantiles() {
+        let mut h = LogHistogram::new();
+        for v in (1..=1000u64).rev() {
+            h.record(v * 1_000_000);
+        }
+        let p50 = h.quantile(0.5).unwrap() as f64;
+        let p95 = h.quantile(0.95).unwrap() as f64;
+        assert!((p50 / 500e6 - 1.0).abs() < 0.005, "{p50}");
+        assert!((p95 / 950e6 - 1.0).abs() < 0.005, "{p95}");
+        assert_eq!(h.min(), Some(1_000_000));
+    }
+
+    #[test]
+    fn rtts_within_one_doubling_keep_one_doubling_of_buckets() {
+        // 40 ms to 80 ms is one power of two: 128 sub-buckets, and the bucket of 80 ms
+        // itself opens the next power.
+        let mut h = LogHistogram::new();
+        for v in (40_000_000..=80_000_000u64).step_by(100_000) {
+            h.record(v);
+        }
+        assert!(h.counts.len() <= 129, "{}", h.counts.len());
+        assert_eq!(h.max(), Some(80_000_000));
     }
 
     #[test]

@@ -107,10 +107,43 @@ impl Packet {
     }
 }
 
-/// Slab of packets addressed by `u32` handles.
+/// A packet as the pool stores it: every field but the SACK blocks, in one 64-byte cache
+/// line. Data segments (most packets) never carry SACK blocks, so forwarding and delivering
+/// them touches one line per packet, and twice as many packets in flight fit in the CPU's
+/// caches as with the whole 128-byte `Packet`; with thousands of flows or a 10 Gbit/s
+/// bottleneck the packets in flight outgrow the caches, and each line fetched from memory
+/// is what a hop costs.
+#[derive(Copy, Clone, Debug, Default)]
+#[repr(align(64))]
+pub struct PacketHead {
+    pub flow: u32,
+    pub route: u32,
+    pub hop: u16,
+    pub kind: PacketKind,
+    pub flags: u8,
+    pub n_sack: u8,
+    pub len: u32,
+    pub wire_bytes: u32,
+    pub seq: u64,
+    pub ack: u64,
+    pub wnd: u64,
+    pub ts_val: u64,
+    pub ts_ecr: u64,
+}
+
+impl PacketHead {
+    #[inline]
+    pub fn has(&self, f: u8) -> bool {
+        self.flags & f != 0
+    }
+}
+
+/// Slab of packets addressed by `u32` handles: their heads in one array and their SACK
+/// blocks, written and read only for packets that carry some, in a parallel one.
 #[derive(Debug, Default)]
 pub struct PacketPool {
-    slots: Vec<Packet>,
+    heads: Vec<PacketHead>,
+    sacks: Vec<[SackBlock; 4]>,
     free: Vec<u32>,
 }
 
@@ -121,35 +154,106 @@ impl PacketPool {
 
     #[inline]
     pub fn insert(&mut self, p: Packet) -> u32 {
-        if let Some(i) = self.free.pop() {
-            self.slots[i as usize] = p;
+        let Packet {
+            flow,
+            route,
+            hop,
+            kind,
+            flags,
+            n_sack,
+            len,
+            wire_bytes,
+            seq,
+            ack,
+            wnd,
+            ts_val,
+            ts_ecr,
+            sack,
+        } = p;
+        let head = PacketHead {
+            flow,
+            route,
+            hop,
+            kind,
+            flags,
+            n_sack,
+            len,
+            wire_bytes,
+            seq,
+            ack,
+            wnd,
+            ts_val,
+            ts_ecr,
+        };
+        let i = if let Some(i) = self.free.pop() {
+            self.heads[i as usize] = head;
             i
         } else {
-            self.slots.push(p);
-            (self.slots.len() - 1) as u32
+            self.heads.push(head);
+            self.sacks.push(Default::default());
+            (self.heads.len() - 1) as u32
+        };
+        if n_sack > 0 {
+            self.sacks[i as usize] = sack;
         }
+        i
     }
 
     #[inline]
-    pub fn get(&self, i: u32) -> &Packet {
-        &self.slots[i as usize]
+    pub fn get(&self, i: u32) -> &PacketHead {
+        &self.heads[i as usize]
     }
 
     #[inline]
-    pub fn get_mut(&mut self, i: u32) -> &mut Packet {
-        &mut self.slots[i as usize]
+    pub fn get_mut(&mut self, i: u32) -> &mut PacketHead {
+        &mut self.heads[i as usize]
     }
 
     /// Release a handle and take the packet out.
     #[inline]
     pub fn take(&mut self, i: u32) -> Packet {
         self.free.push(i);
-        std::mem::take(&mut self.slots[i as usize])
+        let PacketHead {
+            flow,
+            route,
+            hop,
+            kind,
+            flags,
+            n_sack,
+            len,
+            wire_bytes,
+            seq,
+            ack,
+            wnd,
+            ts_val,
+            ts_ecr,
+        } = self.heads[i as usize];
+        let sack = if n_sack > 0 {
+            self.sacks[i as usize]
+        } else {
+            Default::default()
+        };
+        Packet {
+            flow,
+            route,
+            hop,
+            kind,
+            flags,
+            n_sack,
+            len,
+            wire_bytes,
+            seq,
+            ack,
+            wnd,
+            ts_val,
+            ts_ecr,
+            sack,
+        }
     }
 
     /// Number of packets currently alive (for the memory-bound test).
     pub fn live(&self) -> usize {
-        self.slots.len() - self.free.len()
+        self.heads.len() - self.free.len()
     }
 }
 
@@ -182,5 +286,43 @@ mod tests {
         let c = pool.insert(Packet::default());
         assert_eq!(c, a);
         assert_eq!(pool.live(), 2);
+    }
+
+    #[test]
+    fn a_packet_head_is_one_cache_line() {
+        assert_eq!(std::mem::size_of::<PacketHead>(), 64);
+        assert_eq!(std::mem::align_of::<PacketHead>(), 64);
+    }
+
+    #[test]
+    fn sack_blocks_survive_the_pool_and_never_leak_into_a_reused_slot() {
+        let mut pool = PacketPool::new();
+        let mut ack = Packet {
+            kind: PacketKind::Ack,
+            n_sack: 2,
+            ack: 1000,
+            ..Default::default()
+        };
+        ack.sack[0] = SackBlock {
+            start: 2000,
+            end: 3000,
+        };
+        ack.sack[1] = SackBlock {
+            start: 4000,
+            end: 5000,
+        };
+        let i = pool.insert(ack.clone());
+        let back = pool.take(i);
+        assert_eq!(back.sack_blocks(), ack.sack_blocks());
+        assert_eq!(back.ack, 1000);
+        let j = pool.insert(Packet {
+            seq: 7,
+            len: 1448,
+            ..Default::default()
+        });
+        assert_eq!(j, i);
+        let data = pool.take(j);
+        assert_eq!(data.sack, [SackBlock::default(); 4]);
+        assert_eq!((data.seq, data.len), (7, 1448));
     }
 }

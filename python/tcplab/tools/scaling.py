@@ -1,0 +1,211 @@
+"""The scaling table of `make bench`: what a delivered packet costs as the number of flows,
+the link rate and the run length grow.
+
+Each point runs alone in a fresh interpreter (never two at once: they would share the
+cores and the caches), so its peak RSS is its own. The child times the core call with the
+process's CPU clock (`time.process_time`), which a loaded machine disturbs far less than
+wall time, and reports the core's event count and delivered bytes from the result JSON;
+a delivered packet is a full segment of the flows' MSS. The peak RSS is the run's own (the
+child resets the kernel's high-water mark just before it) and is reported with the RSS the
+child had then (the interpreter and the extension), so the difference is what the
+simulation held at its peak, its result JSON included. Linux only.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from ..limits import LIMITS
+from ..scenario.load import load_scenario
+from ..scenario.normalize import normalize
+
+#: One flow table holds at most this many flows in the table below (any count works; the
+#: split only keeps each table readable).
+_TABLE_FLOWS: Final = 1000
+MSS_BYTES: Final[int] = LIMITS.tcp_defaults["mss_bytes"]
+
+#: The dumbbell of the flow and rate axes: CUBIC bulk flows over a 20 ms bottleneck.
+FLOW_COUNTS: Final = (1, 10, 100, 1_000, 10_000)
+FLOWS_RATE: Final = "1Gbps"
+RATES: Final = ("4Mbps", "100Mbps", "1Gbps", "10Gbps")
+#: Flows on the rate axis: ten, so that even 10 Gbit/s is filled with Linux's default
+#: receive buffers (6 MiB each against a 50 MB bandwidth-delay product).
+RATE_FLOWS: Final = 10
+#: The run-length axis: one GEO flow (4 Mbit/s, 250 ms one way) with a 10 ms series.
+DURATIONS: Final = ("60s", "600s", "3600s")
+DURATION_INTERVAL: Final = "10ms"
+
+#: What the child runs: the normalized scenario comes on stdin, one JSON line goes out.
+_CHILD: Final = """
+import json, sys, time
+from tcplab import _core
+
+def status_kib(key):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+
+text = sys.stdin.read()
+# Reset the peak RSS to the current one (Linux >= 4.0), so the peak read after the run is
+# the run's own, not the interpreter's start-up or the reading of the scenario.
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")
+rss_before_kib = status_kib("VmRSS")
+started = time.process_time()
+out = _core.run_json(text)
+cpu_s = time.process_time() - started
+peak_kib = status_kib("VmHWM")
+result = json.loads(out)
+print(json.dumps({
+    "cpu_s": cpu_s,
+    "events": result["events"],
+    "delivered_bytes": sum(f["bytes_delivered"] for f in result["flows"]),
+    "rss_before_kib": rss_before_kib,
+    "peak_rss_kib": peak_kib,
+}))
+"""
+
+
+@dataclass(frozen=True)
+class ScalePoint:
+    axis: str
+    flows: int
+    rate: str
+    duration: str
+    interval: str
+    cpu_s: float
+    events: int
+    delivered_pkts: float
+    peak_rss_mib: float
+    base_rss_mib: float
+
+    @property
+    def delivered_pkts_per_cpu_s(self) -> float:
+        return self.delivered_pkts / self.cpu_s if self.cpu_s > 0 else float("nan")
+
+    @property
+    def events_per_cpu_s(self) -> float:
+        return self.events / self.cpu_s if self.cpu_s > 0 else float("nan")
+
+    @property
+    def run_rss_mib(self) -> float:
+        """Peak RSS above what the interpreter held before the run."""
+        return self.peak_rss_mib - self.base_rss_mib
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "axis": self.axis,
+            "flows": self.flows,
+            "rate": self.rate,
+            "duration": self.duration,
+            "interval": self.interval,
+            "cpu_s": self.cpu_s,
+            "events": self.events,
+            "delivered_pkts": self.delivered_pkts,
+            "delivered_pkts_per_cpu_s": self.delivered_pkts_per_cpu_s,
+            "events_per_cpu_s": self.events_per_cpu_s,
+            "peak_rss_mib": self.peak_rss_mib,
+            "run_rss_mib": self.run_rss_mib,
+        }
+
+
+def dumbbell(flows: int, rate: str, duration: str, interval: str | None = None) -> dict[str, Any]:
+    """The normalized scenario of one point: `flows` CUBIC bulk flows over a `rate`, 20 ms
+    bottleneck (queue: the default 2 BDP)."""
+    tables = [
+        {"cca": "cubic", "count": min(_TABLE_FLOWS, flows - start)}
+        for start in range(0, flows, _TABLE_FLOWS)
+    ]
+    raw: dict[str, Any] = {
+        "name": f"scale-{flows}x-{rate}",
+        "duration": duration,
+        "seed": 1,
+        "bottleneck": {"rate": rate, "delay": "20ms"},
+        "flows": tables,
+    }
+    if interval is not None:
+        raw["interval"] = interval
+    return normalize(load_scenario(raw, []))
+
+
+def geo(duration: str, interval: str) -> dict[str, Any]:
+    """The GEO path of the studies (tcplab/data/geo-sat.toml) for `duration`."""
+    from .demo import builtin_scenario
+
+    raw = builtin_scenario("geo-sat.toml")
+    return normalize(load_scenario(raw, [("duration", duration), ("interval", interval)]))
+
+
+def measure(axis: str, scenario: dict[str, Any]) -> ScalePoint:
+    """Run `scenario` in a fresh interpreter and read its costs."""
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD],
+        input=json.dumps(scenario),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    m = json.loads(done.stdout)
+    rate_bps = scenario["bottleneck"]["forward"]["rate_bps"]
+    return ScalePoint(
+        axis=axis,
+        flows=len(scenario["flows"]),
+        rate=f"{rate_bps / 1e6:g} Mbit/s",
+        duration=f"{scenario['duration_ns'] / 1e9:g} s",
+        interval=f"{scenario['interval_ns'] / 1e6:g} ms",
+        cpu_s=m["cpu_s"],
+        events=m["events"],
+        delivered_pkts=m["delivered_bytes"] / MSS_BYTES,
+        peak_rss_mib=m["peak_rss_kib"] / 1024,
+        base_rss_mib=m["rss_before_kib"] / 1024,
+    )
+
+
+def run_scaling(duration: str | None = None) -> list[ScalePoint]:
+    """The three axes; `duration` shortens the flow and rate axes (default 60 s)."""
+    length = duration or "60s"
+    points = [measure("flows", dumbbell(n, FLOWS_RATE, length)) for n in FLOW_COUNTS]
+    points += [measure("rate", dumbbell(RATE_FLOWS, rate, length)) for rate in RATES]
+    points += [measure("duration", geo(d, DURATION_INTERVAL)) for d in DURATIONS]
+    return points
+
+
+def print_scaling(points: Sequence[ScalePoint]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="scaling: cost per delivered packet (CPU time of the core call)")
+    headers = (
+        "axis",
+        "flows",
+        "bottleneck",
+        "simulated",
+        "series every",
+        "CPU s",
+        "delivered pkts/CPU-s",
+        "events/CPU-s",
+        "peak RSS MiB",
+        "of it the run",
+    )
+    for header in headers:
+        table.add_column(header, justify="left" if header == "axis" else "right")
+    for p in points:
+        table.add_row(
+            p.axis,
+            f"{p.flows:,}",
+            p.rate,
+            p.duration,
+            p.interval,
+            f"{p.cpu_s:.2f}",
+            f"{p.delivered_pkts_per_cpu_s:,.0f}",
+            f"{p.events_per_cpu_s:,.0f}",
+            f"{p.peak_rss_mib:.0f}",
+            f"{p.run_rss_mib:.0f}",
+        )
+    Console(highlight=False, width=None if sys.stdout.isatty() else 160).print(table)
