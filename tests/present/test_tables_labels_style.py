@@ -87,3 +87,30 @@ def test_styles_sizes_and_fonts() -> None:
             make_style("web", bad)
     with pytest.raises(ScenarioError, match="--font-size"):
         make_style("web", None, 100)
+
+
+def test_caption_does_not_fix_a_queue_that_a_varied_rate_resizes() -> None:
+    """geo-leaky's queue is 2 x BDP: 334 packets at 4 Mbit/s and ~500 ms RTT
+    (2 x 4e6 x 0.5002 / (8 x 1500) = 333.5 -> 334), but 4169 in its 50 Mbit/s variant, so a
+    caption may state 334 only where no sweep or variant changes a rate or a delay."""
+    from tcplab.present.describe import fixed_parameters
+
+    link = {
+        "rate_bps": 4_000_000,
+        "delay_ns": 250_000_000,
+        "per": 0.0,
+        "queue": {"kind": "droptail", "limit_pkts": 334},
+    }
+    base = {
+        "bottleneck": {"forward": link, "reverse": link},
+        "flows": [{"cca": "cubic", "app": {"kind": "bulk"}}],
+        "duration_ns": 600_000_000_000,
+    }
+    plain = {"base_scenario": base, "sweep": {"bottleneck.per": [0, 1e-3]}, "variants": {"": {}}}
+    assert "DropTail queue 334 packets" in fixed_parameters(plain, ["bottleneck.per"])
+    variant = {**plain, "variants": {"": {}, "fast": {"bottleneck.rate": "50Mbps"}}}
+    text = fixed_parameters(variant, ["bottleneck.per"])
+    assert "queue 334 packets" not in text
+    assert "sized per point" in text
+    swept_delay = {**plain, "sweep": {"bottleneck.delay": ["10ms", "250ms"]}}
+    assert "sized per point" in fixed_parameters(swept_delay, ["bottleneck.delay"])

@@ -52,16 +52,36 @@ def _ms(ns: object) -> str:
     return f"{format_number(ns / 1e6, 4)} ms"
 
 
-def _queue(q: Mapping[str, Any] | None) -> str:
+def _sizes_vary(keys: Iterable[str]) -> bool:
+    """A varied key changes a rate or a delay, so a queue given in BDPs is sized again at
+    each point and the base scenario's packet count is not what every point ran."""
+    return any(
+        k.split(".")[-1] in ("rate", "return_rate", "delay")
+        or k == "access"
+        or k.startswith("access.")
+        for k in keys
+    )
+
+
+def _queue(q: Mapping[str, Any] | None, sizes_vary: bool = False) -> str:
     if not q:
         return "queue ?"
     kind = {"droptail": "DropTail", "red": "RED", "codel": "CoDel"}.get(str(q.get("kind")), "")
     limit = q.get("limit_pkts")
+    if sizes_vary:
+        return (
+            f"{kind} queue ({limit} packets at the base rate and delay; "
+            "a BDP-sized queue is sized per point)"
+        ).strip()
     return f"{kind} queue {limit} packets".strip()
 
 
 def _link(
-    d: Mapping[str, Any], rev: Mapping[str, Any] | None, keys: set[str], prefix: str
+    d: Mapping[str, Any],
+    rev: Mapping[str, Any] | None,
+    keys: set[str],
+    prefix: str,
+    resized: bool = False,
 ) -> list[str]:
     """Rate, delay, queue and loss of one link direction (and the return rate when it
     differs), each left out when a key under `prefix` varies it."""
@@ -78,7 +98,7 @@ def _link(
     if not _touched(keys, f"{prefix}.delay"):
         out.append(f"one-way delay {_ms(d.get('delay_ns'))}")
     if not _touched(keys, f"{prefix}.queue"):
-        out.append(_queue(d.get("queue")))
+        out.append(_queue(d.get("queue"), resized))
     for field, name in (("per", "PER"), ("ber", "BER")):
         value = d.get(field)
         if isinstance(value, int | float) and value > 0 and not _touched(keys, f"{prefix}.{field}"):
@@ -86,11 +106,11 @@ def _link(
     return out
 
 
-def _path(base: Mapping[str, Any], keys: set[str]) -> str:
+def _path(base: Mapping[str, Any], keys: set[str], resized: bool = False) -> str:
     if "path" in base:
         parts = []
         for i, seg in enumerate(base["path"].get("segments") or []):
-            bits = _link(seg["forward"], seg.get("reverse"), keys, f"path.segments.{i}")
+            bits = _link(seg["forward"], seg.get("reverse"), keys, f"path.segments.{i}", resized)
             parts.append(f"{seg.get('name') or f'segment {i}'} " + ", ".join(bits))
         pep = base["path"].get("pep")
         text = "path: " + " — ".join(parts)
@@ -98,7 +118,7 @@ def _path(base: Mapping[str, Any], keys: set[str]) -> str:
             text += f"; PEP {pep}"
         return text
     bn = base.get("bottleneck") or {}
-    bits = _link(bn.get("forward") or {}, bn.get("reverse"), keys, "bottleneck")
+    bits = _link(bn.get("forward") or {}, bn.get("reverse"), keys, "bottleneck", resized)
     text = "bottleneck " + ", ".join(bits) if bits else ""
     access = base.get("access") or {}
     if access and not _touched(keys, "access"):
@@ -149,7 +169,9 @@ def fixed_parameters(definition: Mapping[str, Any] | None, varied: Iterable[str]
         return ""
     base = definition.get("base_scenario") or {}
     keys = set(varied)
-    bits = [b for b in (_path(base, keys), _flows(base, keys)) if b]
+    # Variants are listed apart, but a rate or delay they set re-sizes a BDP queue too.
+    resized = _sizes_vary(keys | variant_keys(definition))
+    bits = [b for b in (_path(base, keys, resized), _flows(base, keys)) if b]
     duration = base.get("duration_ns")
     if isinstance(duration, int) and not _touched(keys, "duration"):
         interval = base.get("interval_ns")
