@@ -1,4 +1,4 @@
-"""Shared helpers: run the CLI in a subprocess, write scenario files, detect the stub core."""
+"""Shared helpers: run the CLI in a subprocess, write scenario files, build results."""
 
 from __future__ import annotations
 
@@ -12,14 +12,11 @@ from typing import Any
 
 import pytest
 from tcplab import _core
-from tcplab.scenario.load import load_scenario
-from tcplab.scenario.normalize import normalized_json
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIOS = REPO / "scenarios"
 #: recorded emulations (iperf3 and emulator JSON; made by tests/data/realstack/record.py)
 REALSTACK_FIXTURES = REPO / "tests" / "data" / "realstack"
-STUB_MESSAGE = "core not built yet"
 
 #: The columns of the series schema, written out here rather than taken from the code, so a
 #: change of the schema shows in a test.
@@ -131,26 +128,6 @@ def write_toml(tmp_path: Path) -> Callable[[str], Path]:
         return path
 
     return write
-
-
-def require_real_core() -> None:
-    """Skip when (and only when) the extension is still the stub that answers every run with
-    "core not built yet"; any other failure of the probe is a real error and propagates."""
-    probe = load_scenario(
-        {
-            "duration": "100ms",
-            "interval": "10ms",
-            "bottleneck": {"rate": "10Mbps", "delay": "1ms"},
-            "flows": [{"cca": "reno"}],
-        },
-        catalogue=(),
-    )
-    try:
-        _core.run_json(normalized_json(probe))
-    except ValueError as exc:
-        if str(exc) == STUB_MESSAGE:
-            pytest.skip("the Rust core is still the stub (core not built yet)")
-        raise
 
 
 def store_run(

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import tcplab
-from conftest import require_real_core, run_cli
+from conftest import run_cli
 from tcplab import ScenarioError, load_scenario
 from tcplab.scenario.load import raw_scenario
 from tcplab.scenario.normalize import normalize
@@ -112,7 +112,6 @@ def ecn_toml(write_toml: Callable[[str], Path]) -> Callable[[bool], Path]:
 
 
 def test_reno_with_ecn_is_marked_and_never_dropped(ecn_toml: Callable[[bool], Path]) -> None:
-    require_real_core()
     proc = run_cli("run", str(ecn_toml(True)), "--json")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
@@ -130,7 +129,6 @@ def test_reno_with_ecn_is_marked_and_never_dropped(ecn_toml: Callable[[bool], Pa
 def test_reno_without_ecn_fills_the_same_buffer(ecn_toml: Callable[[bool], Path]) -> None:
     # the control: the queue marks only ECN-capable packets, so a non-ECN Reno is never
     # marked and grows the queue until DropTail drops
-    require_real_core()
     result = tcplab.run(ecn_toml(False))
     assert result.bottleneck.ecn_marks == 0
     assert result.bottleneck.queue_drops > 0
@@ -138,7 +136,6 @@ def test_reno_without_ecn_fills_the_same_buffer(ecn_toml: Callable[[bool], Path]
 
 
 def test_summary_line_shows_ecn_marks(ecn_toml: Callable[[bool], Path]) -> None:
-    require_real_core()
     proc = run_cli("run", str(ecn_toml(True)), "--duration", "10s")
     assert proc.returncode == 0, proc.stderr
     line = next(text for text in proc.stdout.splitlines() if text.startswith("bottleneck "))
@@ -147,7 +144,6 @@ def test_summary_line_shows_ecn_marks(ecn_toml: Callable[[bool], Path]) -> None:
 
 
 def test_summary_line_without_ecn_has_no_marks(write_toml: Callable[[str], Path]) -> None:
-    require_real_core()
     text = ECN_TOML.replace('ecn_threshold = "20pkts"\n', "").replace("{ecn}", "false")
     proc = run_cli("run", str(write_toml(text)), "--duration", "5s")
     assert proc.returncode == 0, proc.stderr

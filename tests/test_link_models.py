@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SCENARIOS, assert_user_error, require_real_core, run_cli
+from conftest import SCENARIOS, assert_user_error, run_cli
 from tcplab import ScenarioError, load_scenario
 from tcplab.errors import Problem
 from tcplab.results.theory import flow_bounds
@@ -453,7 +453,6 @@ def test_relative_trace_is_relative_to_the_scenario_file(tmp_path: Path) -> None
 def test_link_model_scenarios_run_for_5s(
     name: str, features: list[str], write_toml: Callable[[str], Path]
 ) -> None:
-    require_real_core()
     proc = run_cli("run", str(SCENARIOS / name), "--duration", "5s", "--json")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
@@ -462,7 +461,6 @@ def test_link_model_scenarios_run_for_5s(
 
 
 def test_outage_drops_packets() -> None:
-    require_real_core()
     proc = run_cli("run", str(SCENARIOS / "outage.toml"), "--duration", "40s", "--json")
     assert proc.returncode == 0, proc.stderr
     link_out = json.loads(proc.stdout)["links"][0]
@@ -501,7 +499,6 @@ def test_policer_mistakes(policer: dict[str, Any], expected: str) -> None:
 
 
 def test_policed_cubic_loses_packets_to_the_policer_and_not_to_the_queue() -> None:
-    require_real_core()
     import tcplab
 
     raw = {

@@ -117,7 +117,7 @@ def parse_catalogue(text: str) -> tuple[CcaInfo, ...]:
 
 
 def ccas() -> tuple[CcaInfo, ...]:
-    """The algorithms built into the core, in the core's order (empty while the core is a stub).
+    """The algorithms built into the core, in the core's order.
 
     Not cached: the call is cheap and caching would be global state.
     """

@@ -1,20 +1,19 @@
 """End-to-end through the real Rust core: result shape, CLI output, series files,
-determinism, demo and bench. Skipped (by the module fixture) only while the extension is the
-stub that answers "core not built yet"; physics checks live in the core engineer's tests."""
+determinism, demo and bench; physics checks live in the core's own tests."""
 
 from __future__ import annotations
 
 import csv
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pandas as pd  # type: ignore[import-untyped]
 import pytest
 import tcplab
-from conftest import SCENARIOS, SERIES_COLUMNS, require_real_core, run_cli
+from conftest import SCENARIOS, SERIES_COLUMNS, run_cli
 from tcplab import _core
 from tcplab.scenario.load import load_scenario, raw_scenario
 from tcplab.scenario.normalize import normalized_json
@@ -49,12 +48,6 @@ FLOW_KEYS = {
 }
 BOTTLENECK_KEYS = {"utilization", "queue_drops", "error_drops", "queue_mean_pkts"}
 TOP_KEYS = {"name", "seed", "duration_s", "wall_s", "events", "flows", "bottleneck"}
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _real_core() -> Iterator[None]:
-    require_real_core()
-    yield
 
 
 @pytest.fixture

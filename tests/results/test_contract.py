@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REALSTACK_FIXTURES, SCENARIOS, recorded, require_real_core
+from conftest import REALSTACK_FIXTURES, SCENARIOS, recorded
 from tcplab import _core
 from tcplab.limits import LIMITS, Limits
 from tcplab.results import parse
@@ -63,7 +63,6 @@ DECLARED = {
 
 
 def test_the_core_result_of_every_scenario_parses_strictly_and_uses_every_declared_key() -> None:
-    require_real_core()
     results = []
     for path in sorted(SCENARIOS.glob("*.toml")):
         normalized, data = _core_result(path)
@@ -73,7 +72,6 @@ def test_the_core_result_of_every_scenario_parses_strictly_and_uses_every_declar
 
 
 def test_an_unknown_or_missing_field_is_an_error() -> None:
-    require_real_core()
     normalized, data = _core_result(SCENARIOS / "lan.toml")
     extra = {**data, "flows": [{**data["flows"][0], "new_counter": 1}]}
     with pytest.raises(ResultFormatError, match="unknown field 'new_counter'"):

@@ -9,7 +9,7 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
-from conftest import SCENARIOS, require_real_core, run_cli
+from conftest import SCENARIOS, run_cli
 from tcplab import load_scenario
 from tcplab.scenario.normalize import normalize
 from tcplab.tools.bench import BENCHMARKS
@@ -70,7 +70,6 @@ def test_scenario_files_are_plain_toml() -> None:
 
 @pytest.mark.parametrize("name", ["ecn-reno.toml", "ns2-goodput.toml"])
 def test_new_scenario_runs(name: str) -> None:
-    require_real_core()
     proc = run_cli("run", str(SCENARIOS / name), "--duration", "5s", "--json")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd  # type: ignore[import-untyped]
 import pytest
-from conftest import render_in_chromium, require_real_core
+from conftest import render_in_chromium
 from tcplab.errors import ScenarioError
 from tcplab.present.report import write_report
 from tcplab.study.aggregate import aggregate, ci95, t975
@@ -411,7 +411,6 @@ def test_every_grid_point_of_every_preset_runs_briefly() -> None:
     # a smoke run of the shipped studies: every grid point (one seed, 1 s simulated, the
     # queue and start times as the study has them) builds and runs in the core; the goldens
     # pin the numbers of each part's first point
-    require_real_core()
     from tcplab.runner import run_normalized_parallel
     from tcplab.study.presets import presets
 

@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import require_real_core
 from tcplab import _core
 from tcplab.tools import golden
 
@@ -36,7 +35,6 @@ CASES = golden.cases()
 
 @pytest.fixture(scope="module")
 def fresh() -> dict[str, dict[str, Any]]:
-    require_real_core()
     return golden.documents(CASES)
 
 
@@ -75,7 +73,6 @@ def test_golden_durations_are_short_but_reach_late_flows() -> None:
 
 
 def test_a_changed_number_under_the_same_model_version_is_named() -> None:
-    require_real_core()
     case = CASES[0]
     doc = json.loads((GOLDEN / f"{case.name}.json").read_text())
     changed = json.loads(json.dumps(doc))
@@ -96,7 +93,6 @@ def _tool(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_update_refuses_to_rewrite_without_a_bump_or_a_reason(tmp_path: Path) -> None:
-    require_real_core()
     work = tmp_path / "golden"
     shutil.copytree(GOLDEN, work)
     target = work / f"{CASES[0].name}.json"

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from conftest import require_real_core
 from tcplab.tools import theory_check
 
 
 def test_theory_check_prints_the_table(capsys: pytest.CaptureFixture[str]) -> None:
-    require_real_core()
     theory_check.main(["--scale", "0.01"])
     out = capsys.readouterr().out
     for text in ("Mathis", "Padhye", "64 KB rwnd", "segments/RTT"):
