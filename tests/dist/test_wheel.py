@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from elftools.elf.elffile import ELFFile
+from elftools.elf.gnuversions import GNUVerNeedSection
 from tcplab.results.provenance import git_commit, git_describe
 
 REPO = Path(__file__).resolve().parents[2]
@@ -82,7 +83,7 @@ def _glibc_versions(path: Path) -> set[tuple[int, ...]]:
     found: set[tuple[int, ...]] = set()
     with path.open("rb") as f:
         section = ELFFile(f).get_section_by_name(".gnu.version_r")
-        assert section is not None, f"{path.name}: no version needs (not dynamically linked?)"
+        assert isinstance(section, GNUVerNeedSection), f"{path.name}: no version needs"
         for _, auxiliaries in section.iter_versions():
             for aux in auxiliaries:
                 match = re.fullmatch(r"GLIBC_([\d.]+)", aux.name)
