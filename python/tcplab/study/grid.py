@@ -45,6 +45,7 @@ from ..scenario.load import load_scenario, read_toml
 from ..scenario.model import Scenario
 from ..scenario.normalize import normalize
 from ..scenario.normalize import scenario_hash as scenario_hash
+from .paper import Paper
 
 if TYPE_CHECKING:
     from .store import Member, RevisionPlan, RunKey
@@ -108,6 +109,8 @@ class Study:
     text: str = ""
     #: where the study file is: trace files it names are relative to it
     base_dir: Path | None = None
+    #: the paper the study reproduces (`[study.paper]`; not part of the definition)
+    paper: Paper | None = None
 
     @property
     def n_points(self) -> int:
@@ -327,10 +330,13 @@ def study_from_dict(
         raise field_error("study", meta, "must be a table")
     if not isinstance(sweep, dict):
         raise field_error("sweep", sweep, "must be a table")
-    unknown_meta = set(meta) - {"name", "description", "base_seed"}
+    unknown_meta = set(meta) - {"name", "description", "base_seed", "paper"}
     if unknown_meta:
         key = sorted(unknown_meta)[0]
-        raise field_error(f"study.{key}", meta[key], "unknown key", "name, description, base_seed")
+        raise field_error(
+            f"study.{key}", meta[key], "unknown key", "name, description, base_seed, paper"
+        )
+    paper = Paper.from_toml(meta["paper"]) if "paper" in meta else None
     name = meta.get("name", data.get("name", default_name))
     if not isinstance(name, str) or not name:
         raise field_error("study.name", name, "must be a non-empty string")
@@ -353,6 +359,7 @@ def study_from_dict(
         base_seed,
         text,
         base_dir,
+        paper,
     )
     if study.n_runs > MAX_RUNS:
         raise field_error("sweep", study.n_runs, "too many runs", f"at most {MAX_RUNS}")
