@@ -91,6 +91,15 @@ test-py: build system-deps dist
 dist: build
 	$(PY) packaging/dist.py
 
+# The API reference, generated from the docstrings (pdoc; Markdown docstrings) into
+# build/docs/api/index.html. Any warning of the generator fails the build (-W error): `make test`
+# runs it.
+DOC_MODULES := tcplab tcplab.examples tcplab.scenario.load tcplab.results.series \
+	tcplab.results.theory tcplab.results.provenance tcplab.study.grid tcplab.study.paper
+docs: build
+	rm -rf build/docs/api
+	$(PY) -W error -m pdoc --docformat markdown -o build/docs/api $(DOC_MODULES)
+
 bench: build
 	$(BIN)/python -m tcplab.tools.bench
 

@@ -35,7 +35,7 @@ BINARIES = ("tcplab-emu", "tcplab-pep")
 POLICY = "manylinux2014"
 POLICY_TAG = "manylinux_2_17"
 #: the files of scenarios/ that are examples (scenario and study files, traces, the reference)
-EXAMPLE_PATTERNS = ("*.toml", "README.md", "studies/*.toml", "traces/*")
+EXAMPLE_PATTERNS = ("*.toml", "*.ipynb", "README.md", "studies/*.toml", "traces/*")
 
 
 def fail(message: str) -> None:
