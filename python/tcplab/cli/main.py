@@ -17,7 +17,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from ..errors import ScenarioError
+from ..errors import ScenarioError, cli_names
 from . import compare, examples, realstack, run, study
 from .options import Parser
 
@@ -69,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _run(argv)
     except ScenarioError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {cli_names(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ScenarioError, field_error
+from ..errors import ScenarioError, field_error, overridden_key
 from ..scenario.load import load_scenario, read_toml
 from ..scenario.model import Scenario
 from ..scenario.normalize import normalize
@@ -211,18 +211,18 @@ def _validate_point(study: Study, variant: Variant, pairs: Sequence[tuple[str, A
         return load_scenario(study.base, pairs, base_dir=study.base_dir)
     except ScenarioError as exc:
         message = str(exc)
-        # The loader names an override "--set KEY"; in a study the key came from the file.
+        # The loader names an override `overrides["KEY"]`; in a study the key came from the file.
         index = next((i for i, v in enumerate(study.variants) if v == variant), 0)
         variant_keys = {k for k, _ in variant.overrides}
-        found = re.match(r"--set (\S+)", message)
+        found = overridden_key(message)
         if found:
-            key = _override_key(found.group(1), [k for k, _ in pairs])
+            key = _override_key(found[0], [k for k, _ in pairs])
             where = (
                 f"sweep.variants[{index}].set.{key}"
                 if key in variant_keys and key not in {a.path for a in study.axes}
                 else f"sweep.{key}"
             )
-            message = where + message[found.end() :]
+            message = where + message[found[1] :]
         suffix = f" (variant {variant.name})" if variant.name else ""
         raise ScenarioError(f"{message}{suffix}") from None
 
