@@ -65,3 +65,24 @@ def test_relative_links_stay_in_the_repository(path: Path) -> None:
         resolved = (path.parent / target).resolve()
         assert resolved.is_relative_to(REPO), f"{path.name}: {target} leads outside"
         assert resolved.exists(), f"{path.name}: {target} does not exist"
+
+
+def _listed(text: str, label: str) -> set[str]:
+    """The backquoted keys of the list item of docs/results.md that starts with `label`."""
+    item = re.search(rf"^- {label}(.*?)(?=^- |^$)", text, flags=re.M | re.S)
+    assert item is not None, label
+    return set(re.findall(r"`([a-z0-9_]+)`", item.group(1)))
+
+
+def test_the_json_keys_documented_are_the_ones_printed() -> None:
+    """docs/results.md lists the keys of `tcplab run --json`; a run of a shipped scenario
+    prints exactly those (the optional ones of CBR and PEP flows aside)."""
+    text = (REPO / "docs" / "results.md").read_text()
+    out = tcplab.run(REPO / "scenarios" / "lan.toml", duration="1s").to_json_dict()
+    assert set(out) == _listed(text, "run:") - {"cbr_goodput_bps"}
+    flow_keys = _listed(text, "a TCP flow:") - {"legs", "pep_buffer", "goodput_bps"}
+    assert set(out["flows"][0]) == flow_keys | {"goodput_bps"}
+    link_only = {"packets_tx", "bytes_tx", "queue_mean_bytes", "queue_max_bytes"}
+    links = _listed(text, "`bottleneck`:") - {"bottleneck", "links"}
+    assert set(out["bottleneck"]) == links - link_only
+    assert set(out["links"][0]) == links
