@@ -65,7 +65,8 @@ def test_wheel_tags_and_contents() -> None:
             mode = zf.getinfo(binary).external_attr >> 16
             assert mode & 0o111, f"{binary} is not executable in the wheel"
         metadata = zf.read("tcplab-0.1.0.dist-info/METADATA").decode()
-    assert {"tcplab/examples/geo-sat.toml", "tcplab/examples/traces/cell.down"} <= names
+    examples = {"geo-sat.toml", "traces/cell.down", "tutorial.ipynb", "README.md"}
+    assert {f"tcplab/examples/{name}" for name in examples} <= names
     assert "tcplab-0.1.0.dist-info/licenses/LICENSE" in names
     assert "License-Expression: MIT" in metadata
     assert "Author: The tcplab maintainers" in metadata
