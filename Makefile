@@ -6,7 +6,19 @@ BIN := $(VENV)/bin
 export PYO3_PYTHON := $(abspath $(PY))
 CARGO ?= cargo
 
-.PHONY: all venv build demo test test-rust lint test-py bench clean fmt system-deps report-shots
+.PHONY: all venv build demo test test-rust lint test-py bench clean fmt system-deps report-shots \
+	dist docs
+
+# Portable builds: every cargo and maturin command here builds for the host's triple named
+# explicitly and links through zig against glibc 2.17's symbols (packaging/zig-cc), so the
+# extension `make build` installs, the real-stack binaries and the wheel of `make dist` run on
+# any manylinux2014 system, and `make dist` packs what `make build` compiled (no second
+# compile). Host tools (build scripts, proc macros) stay on the host's linker.
+TRIPLE := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
+export CARGO_BUILD_TARGET := $(TRIPLE)
+export CARGO_TARGET_$(shell echo '$(TRIPLE)' | tr 'a-z-' 'A-Z_')_LINKER := $(abspath packaging/zig-cc)
+export TCPLAB_ZIG_TARGET := $(firstword $(subst -, ,$(TRIPLE)))-linux-gnu.2.17
+export TCPLAB_VENV := $(abspath $(VENV))
 
 all: build
 
@@ -14,7 +26,7 @@ all: build
 $(VENV)/.deps: pyproject.toml
 	python3 -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q "maturin>=1.7,<2"
+	$(BIN)/pip install -q "maturin>=1.16,<2" "ziglang>=0.17,<0.18"
 	touch $@
 
 venv: $(VENV)/.deps
@@ -46,7 +58,8 @@ system-deps:
 
 
 # Build the Rust extension in release mode and install the package (editable) into .venv;
-# also the real-stack binaries (target/tools/tcplab-emu, tcplab-pep; found by tcplab.realstack).
+# also the real-stack binaries (target/<triple>/tools/tcplab-emu, tcplab-pep; found by
+# tcplab.realstack).
 build: venv
 	VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/maturin develop --release --extras dev -q
 	$(CARGO) build --profile tools -q -p tcplab-emu -p tcplab-pep
@@ -54,7 +67,7 @@ build: venv
 demo: build
 	$(BIN)/tcplab demo --out demo-out
 
-test: build system-deps test-rust lint test-py
+test: build system-deps test-rust lint docs test-py
 
 test-rust:
 	$(CARGO) test --release -p tcplab-core
@@ -69,8 +82,23 @@ lint: build
 	$(BIN)/mypy python/tcplab tests
 	$(BIN)/python -m mypy.stubtest tcplab._core
 
-test-py: build system-deps
+# tests/dist installs dist/'s wheel into a fresh virtualenv: `dist` is part of the chain
+test-py: build system-deps dist
 	$(BIN)/pytest -q -rs
+
+# The sdist and a portable wheel (manylinux2014, with the real-stack binaries, the examples and
+# the build's commit) in dist/, packed from what `make build` compiled; see packaging/dist.py.
+dist: build
+	$(PY) packaging/dist.py
+
+# The API reference, generated from the docstrings (pdoc; Markdown docstrings) into
+# build/docs/api/index.html. Any warning of the generator fails the build (-W error): `make test`
+# runs it.
+DOC_MODULES := tcplab tcplab.examples tcplab.scenario.load tcplab.results.series \
+	tcplab.results.theory tcplab.results.provenance tcplab.study.grid tcplab.study.paper
+docs: build
+	rm -rf build/docs/api
+	$(PY) -W error -m pdoc --docformat markdown -o build/docs/api $(DOC_MODULES)
 
 bench: build
 	$(BIN)/python -m tcplab.tools.bench
@@ -92,4 +120,4 @@ fmt:
 	$(BIN)/ruff format python tests
 
 clean:
-	rm -rf target $(VENV) demo-out build
+	rm -rf target $(VENV) demo-out build dist

@@ -9,6 +9,7 @@ with status 2, so users never see a traceback for their own mistakes.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Final
 
 #: Stands for "the key is absent", so the message can leave out ` = <value>`.
@@ -71,3 +72,31 @@ def format_path(loc: tuple[str | int, ...] | list[str | int]) -> str:
         else:
             out += f".{part}" if out else part
     return out or "<scenario>"
+
+
+#: `overrides["KEY"]` at the start of a message (the key JSON-quoted)
+_OVERRIDE: Final = re.compile(r'^overrides\[("(?:[^"\\]|\\.)*")\]')
+
+
+def override_label(path: str | None = None) -> str:
+    """How an error names an override (`tcplab.run(..., overrides=...)`): `overrides` for the
+    argument as a whole, `overrides["bottleneck.per"]` for one key. The command line says
+    `--set` instead (`cli_names`)."""
+    return "overrides" if path is None else f"overrides[{json.dumps(path)}]"
+
+
+def overridden_key(message: str) -> tuple[str, int] | None:
+    """The key an override error names at its start, and where that name ends."""
+    found = _OVERRIDE.match(message)
+    return None if found is None else (str(json.loads(found.group(1))), found.end())
+
+
+def cli_names(message: str) -> str:
+    """A library message as the command line says it: its overrides came from `--set`
+    (`overrides["k"] = 1: ...` → `--set k = 1: ...`, `overrides = ...` → `--set = ...`)."""
+    found = overridden_key(message)
+    if found is not None:
+        return f"--set {found[0]}{message[found[1] :]}"
+    if message.startswith("overrides = ") or message.startswith("overrides: "):
+        return "--set" + message[len("overrides") :]
+    return message

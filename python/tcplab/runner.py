@@ -31,9 +31,13 @@ def run(
     """Run one scenario: a TOML file path, a `Scenario`, or a TOML-shaped dict.
 
     `seed` and `duration` (a string with a unit, e.g. `"60s"`) replace the scenario's values;
-    `overrides` are `--set`-style `"key.path=value"` strings or a `{path: value}` mapping.
+    `overrides` set scenario keys by their dotted path, as a `{"bottleneck.per": 1e-3}`
+    mapping (values as in the file: `"4Mbps"`, `"250ms"`) or `"key.path=value"` strings.
     Raises `ScenarioError` (one-line message) for invalid input, including input the core
-    rejects.
+    rejects; a bad override is named `overrides["KEY"]`.
+
+    The result's fields name their units (`goodput_bps`, `rtt.mean_ns`, `final_cwnd_bytes`);
+    `RunResult.to_json_dict()` is what `tcplab run --json` prints (ms and s for people).
     """
     pairs: list[tuple[str, Any]] = override_pairs(overrides)
     if seed is not None:

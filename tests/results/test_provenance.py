@@ -6,6 +6,7 @@ same columns."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 from tcplab import _core, run
 from tcplab.results.export import read_table
-from tcplab.results.provenance import git_commit
+from tcplab.results.provenance import build_info, git_commit, git_describe
 from tcplab.results.series import SERIES_COLUMNS
 from tcplab.study.store import Store
 
@@ -67,6 +68,27 @@ def test_git_commit_of_a_checkout_and_outside_one(tmp_path: Path) -> None:
         pytest.skip("the tests do not run from a git checkout")
     assert commit is not None and commit.removesuffix("-dirty") == head
     assert git_commit(tmp_path) is None  # not a checkout: no commit, no error
+
+
+def test_git_describe_names_the_commit_and_whether_the_tree_is_modified() -> None:
+    head, commit, describe = head_commit(), git_commit(), git_describe()
+    if head is None or commit is None or describe is None:
+        pytest.skip("the tests do not run from a git checkout")
+    dirty = commit.endswith("-dirty")
+    assert describe.endswith("-dirty") == dirty
+    name = describe.removesuffix("-dirty")
+    # before the first release tag: the abbreviated commit; after it: TAG-N-g<commit>
+    assert name == head[:12] or re.fullmatch(rf"v[0-9][^ ]*-\d+-g{head[:12]}|v[0-9][^ ]*", name)
+
+
+def test_build_info_of_a_built_package(tmp_path: Path) -> None:
+    assert build_info(tmp_path) is None  # a source tree records nothing
+    (tmp_path / "_build_info.json").write_text('{"git_commit": "abc", "git_describe": "v1-2-gabc"}')
+    assert build_info(tmp_path) == {"git_commit": "abc", "git_describe": "v1-2-gabc"}
+    (tmp_path / "_build_info.json").write_text("not json")
+    assert build_info(tmp_path) is None
+    # a package directory given explicitly is asked of git only, never of a recorded build
+    assert git_commit(tmp_path) is None and git_describe(tmp_path) is None
 
 
 def test_one_series_schema_with_provenance_everywhere(tmp_path: Path) -> None:

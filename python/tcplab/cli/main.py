@@ -1,5 +1,6 @@
 """The `tcplab` command: run | check | ccas | demo (`run.py`), sweep | report | plot | results
-| study (`study.py`), emulate | validate (`realstack.py`), compare (`compare.py`).
+| study (`study.py`), emulate | validate (`realstack.py`), compare (`compare.py`), examples
+(`examples.py`).
 
 User mistakes print one line `error: ...` on stderr and exit with status 2; anything else that
 goes wrong prints `internal error: ...` and exits with 1 (set TCPLAB_TRACEBACK=1 to see the
@@ -16,11 +17,14 @@ import os
 import sys
 from collections.abc import Sequence
 
-from ..errors import ScenarioError
-from . import compare, realstack, run, study
+from ..errors import ScenarioError, cli_names
+from . import compare, examples, realstack, run, study
 from .options import Parser
 
-COMMANDS = "run, check, ccas, demo, sweep, report, plot, results, study, emulate, validate, compare"
+COMMANDS = (
+    "run, check, ccas, demo, sweep, report, plot, results, study, emulate, validate, compare, "
+    "examples"
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,14 +35,21 @@ def build_parser() -> argparse.ArgumentParser:
     study.add_commands(sub)
     realstack.add_commands(sub)
     compare.add_commands(sub)
+    examples.add_commands(sub)
     return parser
 
 
 def _versions() -> str:
+    """`tcplab 0.1.0 (core 0.1.0, git v0.1.0-3-g1a2b3c4d5e6f, model version 3)`; the git part
+    (see `provenance.git_describe`) is left out when the source is unknown."""
     from .. import __version__, _core
+    from ..results.provenance import git_describe
 
+    source = git_describe()
+    git = f", git {source}" if source else ""
     return (
-        f"tcplab {__version__} (core {_core.core_version()}, model version {_core.model_version()})"
+        f"tcplab {__version__} (core {_core.core_version()}{git}, "
+        f"model version {_core.model_version()})"
     )
 
 
@@ -58,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _run(argv)
     except ScenarioError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {cli_names(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)

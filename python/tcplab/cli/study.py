@@ -107,6 +107,8 @@ def _scaled(study: Study, args: argparse.Namespace) -> Study:
         "description": study.description,
         "base_seed": study.base_seed,
     }
+    if study.paper is not None:
+        raw["study"]["paper"] = study.paper.to_toml_dict()
     return study_from_dict(raw, default_name=study.name, text=study.text, base_dir=study.base_dir)
 
 
@@ -438,12 +440,14 @@ def cmd_study(args: argparse.Namespace) -> int:
     found = presets()
     if args.action == "list":
         table = Table(title="published studies shipped as presets")
-        for col in ("name", "runs", "description"):
+        for col in ("name", "runs", "paper", "description"):
             table.add_column(col)
         for name, paths in found.items():
             parts = [load_study(p) for p in paths]
             desc = " | ".join(st.description for st in parts)
-            table.add_row(name, str(sum(st.n_runs for st in parts)), desc)
+            papers = {st.paper.citation() for st in parts if st.paper is not None}
+            paper = " | ".join(sorted(papers)) or "-"
+            table.add_row(name, str(sum(st.n_runs for st in parts)), paper, desc)
         Console().print(table)
         return 0
     if not args.name:

@@ -23,6 +23,7 @@ from .. import __version__
 from ..errors import ScenarioError
 from ..results.metrics import METRIC_BY_NAME
 from ..study.aggregate import aggregate
+from ..study.paper import paper_of_file
 from ..study.store import Store, param_columns
 from .charts import supported
 from .draw import render, to_svg
@@ -215,8 +216,11 @@ def _section(
         f"<p class='meta'>revision {revision} of {latest}; {len(runs)}{of} runs, "
         f"{len(agg)} grid points; model version "
         f"{html.escape(str(info.get('model_version') or 'unknown'))}.</p>",
-        f"<{h2}>Figures</{h2}>",
     ]
+    paper = paper_of_file(str(info.get("file_text") or ""))
+    if paper is not None:
+        out.append(f"<p class='paper'>The study reproduces: {html.escape(paper.citation())}</p>")
+    out.append(f"<{h2}>Figures</{h2}>")
     view = view_of(runs, {**info, "study": study, "revision": revision})
     style = make_style("web")
     for name in plots or [n for n, spec in PLOTS.items() if supported(spec, view)]:

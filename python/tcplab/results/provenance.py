@@ -7,8 +7,9 @@ these fields (docs/results.md "Provenance"):
 - `tcplab_version`: the Python package's version;
 - `model_version`: the simulation core's `MODEL_VERSION` (asked from the core, never written
   here), or None for runs stored before model versions existed;
-- `git_commit`: the commit of the checkout the package runs from, with `-dirty` when tracked
-  files differ from it; None for an installed package (not a checkout);
+- `git_commit`: the commit the package comes from, with `-dirty` when tracked files differed
+  from it: asked from git in a checkout, recorded at build time in a wheel or sdist
+  (`_build_info.json`); None when neither knows;
 - `host`: the machine that ran the simulation (a Dask worker's, not the client's);
 - `started_utc`: when the run started (ISO 8601, UTC); `wall_s`: how long the core took;
 - `scenario_hash`, `seed`: the run's identity together with `model_version`.
@@ -17,45 +18,86 @@ these fields (docs/results.md "Provenance"):
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import socket
 import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from .. import __version__, _core
 
 #: How long a `git` query may take before the commit is reported as unknown.
 _GIT_TIMEOUT_S = 5.0
+#: The package directory (python/tcplab in a source tree).
+_PACKAGE_DIR: Final = Path(__file__).resolve().parents[1]
+#: What a built package records of the tree it was built from (`packaging/dist.py` writes it
+#: into the wheel and the sdist; a source tree has none and asks git instead).
+BUILD_INFO_FILE: Final = "_build_info.json"
+
+
+def _git(where: Path, *args: str) -> str | None:
+    try:
+        proc = subprocess.run(
+            ["git", "-C", str(where), *args],
+            capture_output=True,
+            text=True,
+            timeout=_GIT_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return proc.stdout.strip() if proc.returncode == 0 else None
+
+
+def _in_checkout(where: Path) -> bool:
+    """Whether `where` is a package directory git tracks: a package file git does not track
+    means this is not the checkout the code came from (an installed wheel, or a copy inside
+    some unrelated repository)."""
+    return _git(where, "ls-files", "--error-unmatch", "__init__.py") is not None
+
+
+def build_info(package_dir: Path | None = None) -> dict[str, str] | None:
+    """The source a built package was made from (`git_commit`, `git_describe`), as
+    `packaging/dist.py` recorded it; None in a source tree or when unreadable."""
+    path = (package_dir or _PACKAGE_DIR) / BUILD_INFO_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    return {str(k): str(v) for k, v in data.items() if isinstance(v, str)}
 
 
 def git_commit(package_dir: Path | None = None) -> str | None:
-    """The commit of the checkout this package runs from (`<sha>` or `<sha>-dirty`), or None
-    when the package is not a tracked part of a git checkout (an installed wheel, or a copy
-    inside some unrelated repository) or git is missing."""
-    where = package_dir or Path(__file__).resolve().parent
-
-    def git(*args: str) -> str | None:
-        try:
-            proc = subprocess.run(
-                ["git", "-C", str(where), *args],
-                capture_output=True,
-                text=True,
-                timeout=_GIT_TIMEOUT_S,
-                check=False,
-            )
-        except (OSError, subprocess.SubprocessError):
-            return None
-        return proc.stdout.strip() if proc.returncode == 0 else None
-
-    # a package file git does not track means this is not the checkout the code came from
-    if git("ls-files", "--error-unmatch", "__init__.py") is None:
-        return None
-    sha = git("rev-parse", "HEAD")
+    """The commit the running package comes from (`<sha>`, or `<sha>-dirty` when tracked
+    files differed from it): asked from git in a checkout, else the commit a wheel or sdist
+    recorded when it was built (for the package itself, `package_dir` None); None when
+    neither knows (git missing, a copy that is no checkout)."""
+    where = package_dir or _PACKAGE_DIR
+    if not _in_checkout(where):
+        info = build_info() if package_dir is None else None
+        return info.get("git_commit") if info else None
+    sha = _git(where, "rev-parse", "HEAD")
     if not sha:
         return None
-    dirty = git("status", "--porcelain", "--untracked-files=no")
+    dirty = _git(where, "status", "--porcelain", "--untracked-files=no")
     return f"{sha}-dirty" if dirty else sha
+
+
+def git_describe(package_dir: Path | None = None) -> str | None:
+    """The source as `git describe` names it: the nearest release tag, the commits since and
+    the abbreviated commit (`v0.1.0-3-g1a2b3c4d5e6f`), or the abbreviated commit alone before
+    the first tag; `-dirty` for a modified tree. From git in a checkout, else as recorded in
+    a built package (like `git_commit`)."""
+    where = package_dir or _PACKAGE_DIR
+    if not _in_checkout(where):
+        info = build_info() if package_dir is None else None
+        return info.get("git_describe") if info else None
+    return _git(
+        where, "describe", "--tags", "--match", "v[0-9]*", "--always", "--dirty", "--abbrev=12"
+    )
 
 
 def utc_now() -> str:

@@ -1,8 +1,9 @@
-"""Read scenario files, apply `--set` overrides and validate, with one-line errors.
+"""Read scenario files, apply overrides and validate, with one-line errors.
 
 Pipeline: TOML text → raw dict → overrides (on the raw dict, so they are validated like file
 content) → pydantic models (`scenario.py`) → cross-field and catalogue checks (`checks.py`).
-Every failure is a `ScenarioError` naming the TOML path of the offending key.
+Every failure is a `ScenarioError` naming the TOML path of the offending key; a bad override
+is named as the Python API's argument, `overrides["KEY"]` (the CLI says `--set KEY`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,14 @@ from typing import Any, TypeAlias
 from pydantic import ValidationError
 
 from ..catalogue import CcaInfo, ccas
-from ..errors import NO_VALUE, Problem, ScenarioError, field_error, format_path
+from ..errors import (
+    NO_VALUE,
+    Problem,
+    ScenarioError,
+    field_error,
+    format_path,
+    override_label,
+)
 from .checks import check_scenario
 from .model import Scenario
 from .schema import field_by_key, field_kind, keys_of, model_at
@@ -106,7 +114,9 @@ def _split_key(path_text: str) -> list[str | int]:
     # `flows[0].cca` and `flows.0.cca` are the same path
     parts = re.sub(r"\[(\d+)\]", r".\1", path_text.strip()).split(".")
     if any(not part for part in parts):
-        raise field_error("--set", path_text, "malformed key path", 'e.g. "bottleneck.per"')
+        raise field_error(
+            override_label(), path_text, "malformed key path", 'e.g. "bottleneck.per"'
+        )
     return [int(part) if part.isdigit() else part for part in parts]
 
 
@@ -116,7 +126,9 @@ def parse_override(text: str) -> tuple[str, Any]:
     `duration=60s` and `flows.0.cca=reno` need no quotes."""
     key, sep, value_text = text.partition("=")
     if not sep or not key.strip():
-        raise field_error("--set", text, "expected key.path=value", 'e.g. "bottleneck.per=1e-4"')
+        raise field_error(
+            override_label(), text, "expected key.path=value", 'e.g. "bottleneck.per=1e-4"'
+        )
     try:
         value: Any = tomllib.loads(f"v = {value_text}")["v"]
     except tomllib.TOMLDecodeError:
@@ -139,7 +151,7 @@ def apply_override(root: dict[str, Any], path_text: str, value: Any) -> None:
     override, rather than as an unknown key later. List indices refer to `[[flows]]` tables
     as written (before `count` expansion)."""
     parts = _split_key(path_text)
-    where = f"--set {format_path(parts)}"
+    where = override_label(format_path(parts))
     node: Any = root
     model = model_at(())
     for position, part in enumerate(parts):

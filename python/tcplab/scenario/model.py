@@ -393,7 +393,8 @@ class Direction:
     red: RedSpec
     codel: CodelSpec
     loss: LossSpec | None
-    outages: tuple[tuple[int, int], ...]
+    #: [start, end) of each outage, ns from the run's start
+    outages_ns: tuple[tuple[int, int], ...]
     rate_trace: RateTrace | None
     delivery_trace: DeliveryTrace | None
     policer: PolicerSpec | None
@@ -434,8 +435,8 @@ class LinkSpec(_Model):
     return_codel: CodelSpec | None = None
     loss: LossSpec | None = None
     return_loss: LossSpec | None = None
-    outages: Outages = Field(default_factory=list)
-    return_outages: Outages | None = None
+    outages_ns: Outages = Field(default_factory=list, alias="outages")
+    return_outages_ns: Outages | None = Field(None, alias="return_outages")
     rate_trace: RateTraceFile | None = None
     return_rate_trace: RateTraceFile | None = None
     delivery_trace: DeliveryTraceFile | None = None
@@ -458,12 +459,12 @@ class LinkSpec(_Model):
                 red=self.red or _DEFAULT_RED,
                 codel=self.codel or _DEFAULT_CODEL,
                 loss=self.loss,
-                outages=tuple(self.outages),
+                outages_ns=tuple(self.outages_ns),
                 rate_trace=self.rate_trace,
                 delivery_trace=self.delivery_trace,
                 policer=self.policer,
             )
-        outages = self.outages if self.return_outages is None else self.return_outages
+        outages = self.outages_ns if self.return_outages_ns is None else self.return_outages_ns
         return Direction(
             forward=False,
             rate_bps=self.rate_bps if self.return_rate_bps is None else self.return_rate_bps,
@@ -476,7 +477,7 @@ class LinkSpec(_Model):
             red=self.return_red or _DEFAULT_RED,
             codel=self.return_codel or _DEFAULT_CODEL,
             loss=self.return_loss,
-            outages=tuple(outages),
+            outages_ns=tuple(outages),
             rate_trace=self.return_rate_trace,
             delivery_trace=self.return_delivery_trace,
             policer=self.return_policer,

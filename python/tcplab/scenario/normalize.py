@@ -111,8 +111,8 @@ def direction_json(direction: Direction, rtt_ns: int) -> dict[str, Any]:
             "loss_good": loss.loss_good,
             "loss_bad": loss.loss_bad,
         }
-    if direction.outages:
-        out["outages"] = [[start, end] for start, end in direction.outages]
+    if direction.outages_ns:
+        out["outages"] = [[start, end] for start, end in direction.outages_ns]
     if direction.rate_trace is not None:
         points = list(direction.rate_trace.points)
         if points[0][0] > 0:  # the link's own rate and delay until the trace's first line

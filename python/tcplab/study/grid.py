@@ -40,11 +40,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ScenarioError, field_error
+from ..errors import ScenarioError, field_error, overridden_key
 from ..scenario.load import load_scenario, read_toml
 from ..scenario.model import Scenario
 from ..scenario.normalize import normalize
 from ..scenario.normalize import scenario_hash as scenario_hash
+from .paper import Paper
 
 if TYPE_CHECKING:
     from .store import Member, RevisionPlan, RunKey
@@ -108,6 +109,8 @@ class Study:
     text: str = ""
     #: where the study file is: trace files it names are relative to it
     base_dir: Path | None = None
+    #: the paper the study reproduces (`[study.paper]`; not part of the definition)
+    paper: Paper | None = None
 
     @property
     def n_points(self) -> int:
@@ -208,18 +211,18 @@ def _validate_point(study: Study, variant: Variant, pairs: Sequence[tuple[str, A
         return load_scenario(study.base, pairs, base_dir=study.base_dir)
     except ScenarioError as exc:
         message = str(exc)
-        # The loader names an override "--set KEY"; in a study the key came from the file.
+        # The loader names an override `overrides["KEY"]`; in a study the key came from the file.
         index = next((i for i, v in enumerate(study.variants) if v == variant), 0)
         variant_keys = {k for k, _ in variant.overrides}
-        found = re.match(r"--set (\S+)", message)
+        found = overridden_key(message)
         if found:
-            key = _override_key(found.group(1), [k for k, _ in pairs])
+            key = _override_key(found[0], [k for k, _ in pairs])
             where = (
                 f"sweep.variants[{index}].set.{key}"
                 if key in variant_keys and key not in {a.path for a in study.axes}
                 else f"sweep.{key}"
             )
-            message = where + message[found.end() :]
+            message = where + message[found[1] :]
         suffix = f" (variant {variant.name})" if variant.name else ""
         raise ScenarioError(f"{message}{suffix}") from None
 
@@ -327,10 +330,13 @@ def study_from_dict(
         raise field_error("study", meta, "must be a table")
     if not isinstance(sweep, dict):
         raise field_error("sweep", sweep, "must be a table")
-    unknown_meta = set(meta) - {"name", "description", "base_seed"}
+    unknown_meta = set(meta) - {"name", "description", "base_seed", "paper"}
     if unknown_meta:
         key = sorted(unknown_meta)[0]
-        raise field_error(f"study.{key}", meta[key], "unknown key", "name, description, base_seed")
+        raise field_error(
+            f"study.{key}", meta[key], "unknown key", "name, description, base_seed, paper"
+        )
+    paper = Paper.from_toml(meta["paper"]) if "paper" in meta else None
     name = meta.get("name", data.get("name", default_name))
     if not isinstance(name, str) or not name:
         raise field_error("study.name", name, "must be a non-empty string")
@@ -353,6 +359,7 @@ def study_from_dict(
         base_seed,
         text,
         base_dir,
+        paper,
     )
     if study.n_runs > MAX_RUNS:
         raise field_error("sweep", study.n_runs, "too many runs", f"at most {MAX_RUNS}")
