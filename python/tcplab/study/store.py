@@ -831,8 +831,12 @@ def _with_theory(runs: pd.DataFrame) -> pd.DataFrame:
     from ..results.theory import THEORY_COLUMNS, run_bounds
 
     values: dict[str, list[float | None]] = {name: [] for name in THEORY_COLUMNS}
-    for text in runs["scenario_json"]:
-        bounds = run_bounds(json.loads(text)) if isinstance(text, str) else None
+    # the references depend on the scenario, not on the seed: once per scenario hash
+    known: dict[Any, Any] = {}
+    for scenario, text in zip(runs["scenario_hash"], runs["scenario_json"], strict=True):
+        if scenario not in known:
+            known[scenario] = run_bounds(json.loads(text)) if isinstance(text, str) else None
+        bounds = known[scenario]
         for name in THEORY_COLUMNS:
             values[name].append(None if bounds is None else getattr(bounds, name))
     out = runs.drop(columns=["scenario_json"])
