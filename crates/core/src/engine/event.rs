@@ -25,15 +25,35 @@
 //! FIFO among equal times needs no sequence numbers: events of one time always share a
 //! bucket (their bucket is a function of the time), appending puts a later-scheduled event
 //! behind them, and spreading a bucket keeps the relative order of what it moves.
+//!
+//! # Few pending events: a sorted vector
+//!
+//! With a handful of flows only the heads of a few link pipelines and some timers are
+//! pending (about ten on a GEO dumbbell), and the radix heap's spreading of buckets cost
+//! more than the whole order: a sixth of a run's instructions. Up to `SMALL_MAX` pending
+//! events the queue is a vector sorted latest first: a pop takes the last element, and an
+//! event goes in front of every event of its time or earlier, which keeps FIFO among equal
+//! times with no sequence number. Most events are scheduled after nearly all others (a
+//! packet's arrival a propagation delay ahead), so the place is found from the front in a
+//! step or two; the move behind it is a few hundred bytes. (Measured on a GEO dumbbell: a
+//! binary search took 6 % more instructions in all, a ring buffer 11 %, a binary heap with
+//! sequence numbers 13 %.) Beyond `SMALL_MAX` the events move to the radix heap, in their
+//! order; below `SMALL_MIN` they move back. The order of the events is the same either
+//! way.
 use crate::engine::time::SimTime;
 use std::collections::VecDeque;
 
 /// Buckets 1..=64 (bucket 0, the events at `last`, is `at_last`).
 const BUCKETS: usize = 64;
+/// Most pending events kept in the sorted vector; one more moves them to the radix heap.
+const SMALL_MAX: usize = 48;
+/// Fewer pending events than this move back from the radix heap to the sorted vector (the
+/// gap keeps a queue that hovers around one size from moving back and forth).
+const SMALL_MIN: usize = 16;
 
-/// Pending events ordered by (time, insertion order).
+/// A radix heap: the events in (time, insertion order).
 #[derive(Debug)]
-pub struct EventQueue<E> {
+struct Radix<E> {
     /// Events at exactly `last`, in scheduling order.
     at_last: VecDeque<(SimTime, E)>,
     /// `buckets[b - 1]`: events whose time first differs from `last` in bit `b - 1`.
@@ -41,28 +61,16 @@ pub struct EventQueue<E> {
     /// Bit `b - 1` set: `buckets[b - 1]` is not empty.
     nonempty: u64,
     last: u64,
-    len: usize,
-    now: SimTime,
-    popped: u64,
 }
 
-impl<E> Default for EventQueue<E> {
-    fn default() -> Self {
-        EventQueue {
+impl<E> Radix<E> {
+    fn new(last: u64) -> Self {
+        Radix {
             at_last: VecDeque::new(),
             buckets: (0..BUCKETS).map(|_| Vec::new()).collect(),
             nonempty: 0,
-            last: 0,
-            len: 0,
-            now: SimTime::ZERO,
-            popped: 0,
+            last,
         }
-    }
-}
-
-impl<E> EventQueue<E> {
-    pub fn new() -> Self {
-        Self::default()
     }
 
     /// Put an event in its bucket relative to `last` (`time >= last`).
@@ -78,17 +86,14 @@ impl<E> EventQueue<E> {
         }
     }
 
-    /// Schedule `event` at `time` (never in the past).
     #[inline]
-    pub fn schedule(&mut self, time: SimTime, event: E) {
-        debug_assert!(time >= self.now, "event scheduled in the past");
+    fn schedule(&mut self, time: SimTime, event: E) {
         if time.0 < self.last {
             // Only after a look ahead (`peek_time`) refilled from later events without
             // popping them: count the buckets from `time` instead.
             self.rebase(time.0);
         }
         self.place(time, event);
-        self.len += 1;
     }
 
     /// Re-bucket every pending event against a new, earlier `last`. Events of one time
@@ -127,11 +132,110 @@ impl<E> EventQueue<E> {
         self.buckets[b] = moving;
     }
 
+    #[inline]
+    fn pop(&mut self) -> Option<(SimTime, E)> {
+        self.refill();
+        self.at_last.pop_front()
+    }
+
+    #[inline]
+    fn peek_time(&mut self) -> Option<SimTime> {
+        self.refill();
+        self.at_last.front().map(|&(t, _)| t)
+    }
+}
+
+/// Where the pending events are (see the module note).
+#[derive(Debug)]
+enum Store<E> {
+    /// Latest first; among equal times, the last scheduled first (popped last).
+    Small(Vec<(SimTime, E)>),
+    Radix(Radix<E>),
+}
+
+/// Pending events ordered by (time, insertion order).
+#[derive(Debug)]
+pub struct EventQueue<E> {
+    store: Store<E>,
+    len: usize,
+    now: SimTime,
+    popped: u64,
+}
+
+impl<E> Default for EventQueue<E> {
+    fn default() -> Self {
+        EventQueue {
+            store: Store::Small(Vec::with_capacity(SMALL_MAX + 1)),
+            len: 0,
+            now: SimTime::ZERO,
+            popped: 0,
+        }
+    }
+}
+
+impl<E> EventQueue<E> {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Schedule `event` at `time` (never in the past).
+    #[inline]
+    pub fn schedule(&mut self, time: SimTime, event: E) {
+        debug_assert!(time >= self.now, "event scheduled in the past");
+        self.len += 1;
+        match &mut self.store {
+            Store::Small(v) => {
+                let at = v.iter().position(|&(t, _)| t <= time).unwrap_or(v.len());
+                v.insert(at, (time, event));
+                if v.len() > SMALL_MAX {
+                    self.to_radix();
+                }
+            }
+            Store::Radix(r) => r.schedule(time, event),
+        }
+    }
+
+    /// Move the vector's events to a radix heap, earliest first.
+    #[cold]
+    fn to_radix(&mut self) {
+        let Store::Small(v) = &mut self.store else {
+            return;
+        };
+        let earliest = v.last().map_or(self.now.0, |e| e.0 .0);
+        let mut r = Radix::new(earliest);
+        while let Some((time, event)) = v.pop() {
+            r.place(time, event);
+        }
+        self.store = Store::Radix(r);
+    }
+
+    /// Move the radix heap's events to a vector, in their order.
+    #[cold]
+    fn to_small(&mut self) {
+        let Store::Radix(r) = &mut self.store else {
+            return;
+        };
+        let mut v = Vec::with_capacity(SMALL_MAX + 1);
+        while let Some(e) = r.pop() {
+            v.push(e);
+        }
+        v.reverse();
+        self.store = Store::Small(v);
+    }
+
     /// Remove and return the earliest event, advancing the clock to it.
     #[inline]
     pub fn pop(&mut self) -> Option<(SimTime, E)> {
-        self.refill();
-        let (time, event) = self.at_last.pop_front()?;
+        let (time, event) = match &mut self.store {
+            Store::Small(v) => v.pop()?,
+            Store::Radix(r) => {
+                let out = r.pop()?;
+                if self.len <= SMALL_MIN {
+                    self.to_small();
+                }
+                out
+            }
+        };
         assert!(time >= self.now, "event queue went back in time");
         self.now = time;
         self.popped += 1;
@@ -142,8 +246,10 @@ impl<E> EventQueue<E> {
     /// Time of the earliest pending event.
     #[inline]
     pub fn peek_time(&mut self) -> Option<SimTime> {
-        self.refill();
-        self.at_last.front().map(|&(t, _)| t)
+        match &mut self.store {
+            Store::Small(v) => v.last().map(|e| e.0),
+            Store::Radix(r) => r.peek_time(),
+        }
     }
 
     pub fn now(&self) -> SimTime {
@@ -243,5 +349,41 @@ mod tests {
             assert_eq!(q.pop(), Some((SimTime(t), s)));
         }
         assert!(q.is_empty());
+    }
+
+    /// The same order while the number of pending events swings across both thresholds
+    /// again and again (sorted vector ↔ radix heap), with many equal times.
+    #[test]
+    fn order_survives_moving_between_vector_and_radix_heap() {
+        let mut rng = SimRng::substream(11, "event-queue-modes");
+        let mut q = EventQueue::new();
+        let mut reference = BinaryHeap::new();
+        let (mut seq, mut now, mut moves) = (0u64, 0u64, 0);
+        let mut was_small = true;
+        for phase in 0..400 {
+            // grow to 20..120 pending, then shrink to 0..30
+            let target = if phase % 2 == 0 {
+                20 + rng.below(100) as usize
+            } else {
+                rng.below(30) as usize
+            };
+            while q.len() != target {
+                if q.len() < target {
+                    let t = now + [0, 1, 7, rng.below(1 << 30)][rng.below(4) as usize];
+                    q.schedule(SimTime(t), seq);
+                    reference.push(Reverse((t, seq)));
+                    seq += 1;
+                } else {
+                    let want = reference.pop().map(|Reverse((t, s))| (SimTime(t), s));
+                    let got = q.pop();
+                    assert_eq!(got, want, "phase {phase}");
+                    now = got.unwrap().0 .0;
+                }
+                let small = matches!(q.store, Store::Small(_));
+                moves += usize::from(small != was_small);
+                was_small = small;
+            }
+        }
+        assert!(moves > 50, "the queue changed form {moves} times");
     }
 }
