@@ -296,7 +296,7 @@ def series_chart(
     looks = _styles(shown[LINE].unique().tolist(), view)
     by_panel: dict[str, Panel] = {}
     for _, r in shown.iterrows():
-        s = view.series(store, str(r["run_id"]))
+        s = view.series(store, r)
         variant = str(r["variant"] or "")
         if per_run:
             key = f"{variant}: {_flows_title(s)}" if variant else _flows_title(s)
@@ -401,7 +401,7 @@ def shares_chart(
     chosen = chosen.head(MAX_RUN_PANELS)
     panels: list[Panel] = []
     for _, r in chosen.iterrows():
-        s = view.series(store, str(r["run_id"]))
+        s = view.series(store, r)
         wide = s.pivot_table(index="t_s", columns="flow_id", values=spec.column, aggfunc="sum")
         total = wide.sum(axis=1).replace(0.0, float("nan"))
         title = " — ".join(str(v) for v in (r["variant"], r[LINE]) if v)

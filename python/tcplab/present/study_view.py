@@ -67,10 +67,12 @@ class StudyView:
             self._points = aggregate(self.runs)
         return self._points
 
-    def series(self, store: Store, run_id: str) -> pd.DataFrame:
-        """A run's series (`Store.series`), read once."""
+    def series(self, store: Store, run: Mapping[str, Any]) -> pd.DataFrame:
+        """The series of `run` (a row of `runs`: `Store.series`), read once."""
+        run_id = str(run["run_id"])
         if run_id not in self._series:
-            self._series[run_id] = store.series(run_id)
+            file = run.get("series_file")
+            self._series[run_id] = store.series(run_id, file if isinstance(file, str) else None)
         return self._series[run_id]
 
     @property

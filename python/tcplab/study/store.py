@@ -795,16 +795,19 @@ class Store:
             "legs", study, revision, "r.scenario_hash, r.seed, t.flow_id, t.leg"
         )
 
-    def series(self, run_id: str) -> pd.DataFrame:
+    def series(self, run_id: str, series_file: str | None = None) -> pd.DataFrame:
         """A run's series in the one series schema (`series.SERIES_COLUMNS`), with its
-        provenance in `attrs["provenance"]`."""
+        provenance in `attrs["provenance"]`. `series_file`: the run's `series_file` column,
+        when the caller has read it already."""
         from ..results.export import read_table
         from ..results.series import conform
 
-        rows = self.query("SELECT series_file FROM runs WHERE run_id = ?", [run_id])
-        if not rows or not rows[0][0]:
-            raise StoreError(f"{self.path}: no run {run_id}")
-        frame, provenance = read_table(self.series_dir / str(rows[0][0]))
+        if not series_file:
+            rows = self.query("SELECT series_file FROM runs WHERE run_id = ?", [run_id])
+            if not rows or not rows[0][0]:
+                raise StoreError(f"{self.path}: no run {run_id}")
+            series_file = str(rows[0][0])
+        frame, provenance = read_table(self.series_dir / series_file)
         out = conform(frame)
         out.attrs["provenance"] = provenance
         return out
@@ -968,6 +971,25 @@ _ARROW_TYPES: Final = {
 }
 
 
+def _columns_of(definition: str) -> dict[str, str]:
+    """Column name -> type of a `_TABLES` definition (its key clauses left out)."""
+    items, depth, item = [], 0, ""
+    for ch in definition:
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            items.append(item)
+            item = ""
+        else:
+            item += ch
+    items.append(item)
+    words = [i.split() for i in items if i.strip()]
+    return {w[0]: w[1] for w in words if w[0] != "PRIMARY"}
+
+
+#: The column types of the tables of `SCHEMA_VERSION`, from their definitions.
+_COLUMN_TYPES: Final = {name: _columns_of(columns) for name, columns in _TABLES.items()}
+
+
 def _append(
     con: Any, table: str, columns: Mapping[str, list[Any]], on_conflict: str | None = None
 ) -> None:
@@ -976,7 +998,7 @@ def _append(
         return
     import pyarrow as pa  # type: ignore[import-untyped]
 
-    types = {str(name): str(kind) for name, kind, *_ in con.execute(f"DESCRIBE {table}").fetchall()}
+    types = _COLUMN_TYPES[table]
 
     def arrow_type(name: str) -> Any:
         kind = _ARROW_TYPES[types[name]]

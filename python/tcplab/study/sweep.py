@@ -6,8 +6,10 @@ study leaves no file behind. Then one transaction finds or makes the study's rev
 (`Store.open_revision`) and links the runs the database already has. Work is submitted in a
 bounded window, so a sweep of millions of runs needs memory for a few hundred.
 
-Finished runs are committed together every `commit_interval_s` (one short transaction: the
-database is never held longer than that), so readers in other processes — `tcplab results`,
+Finished runs are committed together every `commit_interval_s`, or less often when commits
+take long (at most `COMMIT_SHARE` of the sweep's time goes to them: opening the file and
+its checkpoint on closing cost tens of milliseconds, whatever the batch), each in one
+short transaction, so readers in other processes — `tcplab results`,
 `tcplab report`, a notebook's `Store` — get in between commits. When another process holds
 the file, the sweep keeps simulating and tries again at the next interval; it waits
 (`wait_s`) only at the end or when too many runs are pending, and then fails in one line.
@@ -48,6 +50,9 @@ from .store import RunRecord, Store, StoreBusy
 
 #: Runs held in memory waiting for the database before the sweep stops simulating and waits.
 MAX_PENDING = 256
+#: The share of the sweep's wall time commits may take: a commit that took `c` seconds is
+#: followed by the next no sooner than `c / COMMIT_SHARE` later.
+COMMIT_SHARE = 0.05
 
 
 def run_normalized(text: str) -> tuple[str, float, str, str, bytes]:
@@ -216,12 +221,14 @@ class _Committer:
     pending: list[RunRecord] = field(default_factory=list)
     last: float = field(default_factory=time.monotonic)
     deferred: int = 0
+    #: how long the last commit took
+    cost_s: float = 0.0
 
     def add(self, record: RunRecord) -> None:
         self.pending.append(record)
         if len(self.pending) >= MAX_PENDING:
             self.flush(block=True)
-        elif time.monotonic() - self.last >= self.interval_s:
+        elif time.monotonic() - self.last >= max(self.interval_s, self.cost_s / COMMIT_SHARE):
             self.flush(block=False)
 
     def flush(self, *, block: bool) -> None:
@@ -230,7 +237,9 @@ class _Committer:
         try:
             # not blocking: a short try, so the simulation goes on while a reader holds it
             wait_s = self.wait_s if block else min(0.2, self.wait_s)
+            started = time.monotonic()
             self.store.add_runs(self.study, self.revision, self.pending, wait_s=wait_s)
+            self.cost_s = time.monotonic() - started
         except StoreBusy as exc:
             if block:
                 raise StoreBusy(
