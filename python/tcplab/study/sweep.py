@@ -43,6 +43,7 @@ from rich.progress import (
 
 from .. import _core
 from ..errors import ScenarioError
+from ..processes import alive
 from ..results.parse import RunResult
 from ..results.provenance import Build, RunProvenance, utc_now
 from .grid import RunSpec, Study, members
@@ -115,18 +116,8 @@ def remove_stale_series(store: Store) -> None:
     for path in store.series_dir.glob(".*.series"):
         owner = path.name.split(".")[-3]
         name, _, pid = owner.rpartition("-")
-        if name == host and pid.isdigit() and not _alive(int(pid)):
+        if name == host and pid.isdigit() and not alive(int(pid)):
             path.unlink(missing_ok=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def run_local(spec: RunSpec, store: Store, build: Build) -> _Finished:
