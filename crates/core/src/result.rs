@@ -431,7 +431,7 @@ fn series_result(sim: &Simulation) -> SeriesResult {
         } else {
             Vec::new()
         },
-        streamed: (!kept).then(|| StreamedSeries {
+        streamed: (!kept).then_some(StreamedSeries {
             intervals: sr.intervals,
             file: None,
         }),

@@ -369,9 +369,16 @@ fn cubic_hystart_leaves_slow_start_on_the_ack_train_of_a_linux_receiver() {
     assert!((28..=32).contains(&exit), "slow start ended at cwnd {exit}");
 }
 
-/// Reads a series file (`series_file`'s layout) back: t_ns and each flow's goodput and
-/// RTT, plus the chunk sizes.
-fn read_series_file(bytes: &[u8]) -> (Vec<u64>, Vec<Vec<f64>>, Vec<Vec<Option<f64>>>, Vec<usize>) {
+/// What `read_series_file` reads: t_ns, each flow's goodput and RTT, the chunk sizes.
+struct SeriesFileContents {
+    t: Vec<u64>,
+    goodput: Vec<Vec<f64>>,
+    rtt: Vec<Vec<Option<f64>>>,
+    chunks: Vec<usize>,
+}
+
+/// Reads a series file (`series_file`'s layout) back.
+fn read_series_file(bytes: &[u8]) -> SeriesFileContents {
     let u32_at = |i: usize| u32::from_le_bytes(bytes[i..i + 4].try_into().unwrap()) as usize;
     let u64_at = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap());
     let f64_at = |i: usize| f64::from_le_bytes(bytes[i..i + 8].try_into().unwrap());
@@ -409,7 +416,12 @@ fn read_series_file(bytes: &[u8]) -> (Vec<u64>, Vec<Vec<f64>>, Vec<Vec<Option<f6
         }
         at += 3 * 8 * n * flows; // rtt, cwnd, retransmits
     }
-    (t, goodput, rtt, chunks)
+    SeriesFileContents {
+        t,
+        goodput,
+        rtt,
+        chunks,
+    }
 }
 
 /// A normalized dumbbell (docs/interface.md): `flows` CUBIC bulk flows, 10 Mbit/s, 50 ms
@@ -457,7 +469,12 @@ fn streamed_series_equal_the_kept_ones_and_every_mode_gives_the_same_run() {
         none["series"],
         serde_json::json!({"interval_ns": 1_000_000, "intervals": 40_000, "file": null})
     );
-    let (t, goodput, rtt, chunks) = read_series_file(&bytes);
+    let SeriesFileContents {
+        t,
+        goodput,
+        rtt,
+        chunks,
+    } = read_series_file(&bytes);
     // 65,536 flow-intervals per chunk: 32,768 intervals of two flows
     assert_eq!(chunks, vec![32_768, 7_232]);
     let s = &kept["series"];

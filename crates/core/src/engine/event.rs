@@ -213,7 +213,7 @@ impl<E> EventQueue<E> {
                 let at = v.iter().position(|&(t, _)| t <= time).unwrap_or(v.len());
                 v.insert(at, (time, event));
                 if v.len() > SMALL_MAX {
-                    self.to_radix();
+                    self.spill_to_radix();
                 }
             }
             Store::Radix(r) => r.schedule(time, event),
@@ -222,7 +222,7 @@ impl<E> EventQueue<E> {
 
     /// Move the vector's events to a radix heap, earliest first.
     #[cold]
-    fn to_radix(&mut self) {
+    fn spill_to_radix(&mut self) {
         let Store::Small(v) = &mut self.store else {
             return;
         };
@@ -236,7 +236,7 @@ impl<E> EventQueue<E> {
 
     /// Move the radix heap's events to a vector, in their order.
     #[cold]
-    fn to_small(&mut self) {
+    fn back_to_small(&mut self) {
         let Store::Radix(r) = &mut self.store else {
             return;
         };
@@ -256,7 +256,7 @@ impl<E> EventQueue<E> {
             Store::Radix(r) => {
                 let out = r.pop()?;
                 if self.len <= SMALL_MIN {
-                    self.to_small();
+                    self.back_to_small();
                 }
                 out
             }

@@ -281,9 +281,12 @@ mod tests {
     use super::*;
     use std::sync::{Arc, Mutex};
 
-    /// Records what it is given: chunk sizes and every `t_ns`.
+    /// What a `Probe` was given: chunk sizes, every `t_ns`, whether it was finished.
+    type Seen = Arc<Mutex<(Vec<usize>, Vec<u64>, bool)>>;
+
+    /// Records what it is given.
     struct Probe {
-        seen: Arc<Mutex<(Vec<usize>, Vec<u64>, bool)>>,
+        seen: Seen,
         fail_at: Option<usize>,
     }
 
@@ -316,7 +319,7 @@ mod tests {
         )
     }
 
-    fn probe(fail_at: Option<usize>) -> (SeriesOut, Arc<Mutex<(Vec<usize>, Vec<u64>, bool)>>) {
+    fn probe(fail_at: Option<usize>) -> (SeriesOut, Seen) {
         let seen = Arc::new(Mutex::new((Vec::new(), Vec::new(), false)));
         let sink = Probe {
             seen: seen.clone(),
