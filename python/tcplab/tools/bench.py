@@ -245,7 +245,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     scaling = [] if args.no_scaling else run_scaling(args.duration)
     if scaling:
         print_scaling(scaling)
-    studies = [] if args.no_study else run_study_benchmarks(full=not args.short_study)
+    studies = (
+        []
+        if args.no_study
+        else run_study_benchmarks(full=not args.short_study, duration=args.duration)
+    )
     if studies:
         print_study_benchmarks(studies)
     out_dir = Path(args.out)

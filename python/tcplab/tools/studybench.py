@@ -132,17 +132,22 @@ STUDY: Final = "geo-leaky"
 SHORT: Final = ("--duration", "60s", "--repetitions", "1")
 
 
-def run_study_benchmarks(full: bool = True, jobs: int | None = None) -> list[StudyBench]:
+def run_study_benchmarks(
+    full: bool = True, jobs: int | None = None, duration: str | None = None
+) -> list[StudyBench]:
     """The study's 60 s variant end to end; with `full`, the whole study (2,880 runs of
-    600 s) end to end and then `tcplab report` alone on its database."""
+    600 s) end to end and then `tcplab report` alone on its database. `duration` replaces
+    both runs' lengths (a quick check of the benchmark itself)."""
     jobs_args = ["--jobs", str(jobs or os.cpu_count() or 1)]
+    short = [*SHORT[:1], duration, *SHORT[2:]] if duration else list(SHORT)
+    whole = ["--duration", duration] if duration else []
     out = []
     with tempfile.TemporaryDirectory(prefix="tcplab-bench-") as tmp:
         cwd = Path(tmp)
         base = ["study", "run", STUDY, "--no-progress", *jobs_args]
-        out.append(measure([*base, *SHORT, "--db", "short.duckdb"], cwd))
+        out.append(measure([*base, *short, "--db", "short.duckdb"], cwd))
         if full:
-            out.append(measure([*base, "--db", "full.duckdb"], cwd))
+            out.append(measure([*base, *whole, "--db", "full.duckdb"], cwd))
             out.append(measure(["report", "full.duckdb", "-o", "again.html"], cwd))
     return out
 
