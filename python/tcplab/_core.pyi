@@ -7,12 +7,22 @@ __all__ = [
     "model_version",
     "path_json",
     "run_json",
+    "run_json_series",
 ]
 
 def run_json(scenario_json: str) -> str:
     """Run one simulation of a normalized scenario; returns the result JSON.
 
     Raises ValueError with a one-line message when the scenario is invalid.
+    """
+
+def run_json_series(scenario_json: str, series_path: str | None = None) -> str:
+    """Run one simulation without keeping its series in memory: streamed to the binary
+    series file `series_path` in chunks, or not kept when it is None. The result JSON's
+    `series` is `{"interval_ns", "intervals", "file"}`.
+
+    Raises ValueError with a one-line message when the scenario is invalid or the file
+    cannot be written.
     """
 
 def ccas_json() -> str:

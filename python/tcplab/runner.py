@@ -2,24 +2,37 @@
 
 The core releases the GIL for the whole run, so `run_parallel` uses plain threads; each run
 owns its whole simulation, so there is nothing to share or lock.
+
+Where the per-interval series go (`series`): "memory" keeps them in the result (memory grows
+with flows x intervals: about 48 bytes per flow and interval in the core, several times that
+in the result JSON and in Python); None does not keep them; a `.parquet` or `.csv` path gets
+them as the run goes — the core streams them to a binary file beside it in chunks and they
+are converted a chunk at a time — so the memory a run takes does not depend on its length.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Final, TypeVar
 
 from . import _core
-from .errors import ScenarioError
+from .errors import ScenarioError, field_error
 from .results.parse import RunResult
 from .results.provenance import RunProvenance, git_commit, utc_now
 from .scenario.load import Overrides, ScenarioSource, load_scenario, override_pairs
 from .scenario.model import Scenario
 from .scenario.normalize import normalize
+
+#: `series` value: the samples stay in the result (`RunResult.series_frame()`).
+MEMORY: Final = "memory"
+SeriesTarget = str | os.PathLike[str] | None
 
 
 def run(
@@ -27,12 +40,15 @@ def run(
     seed: int | None = None,
     duration: str | None = None,
     overrides: Overrides = (),
+    series: SeriesTarget = MEMORY,
 ) -> RunResult:
     """Run one scenario: a TOML file path, a `Scenario`, or a TOML-shaped dict.
 
     `seed` and `duration` (a string with a unit, e.g. `"60s"`) replace the scenario's values;
     `overrides` set scenario keys by their dotted path, as a `{"bottleneck.per": 1e-3}`
     mapping (values as in the file: `"4Mbps"`, `"250ms"`) or `"key.path=value"` strings.
+    `series`: "memory" (the samples in the result), None (not kept) or a `.parquet`/`.csv`
+    file written as the run goes (see the module note).
     Raises `ScenarioError` (one-line message) for invalid input, including input the core
     rejects; a bad override is named `overrides["KEY"]`.
 
@@ -44,33 +60,76 @@ def run(
         pairs.append(("seed", seed))
     if duration is not None:
         pairs.append(("duration", duration))
-    return run_scenario(load_scenario(scenario, pairs))
+    return run_scenario(load_scenario(scenario, pairs), series=series)
 
 
-def run_scenario(scenario: Scenario) -> RunResult:
+def run_scenario(scenario: Scenario, series: SeriesTarget = MEMORY) -> RunResult:
     """Run an already validated scenario; wall time is measured around the core call only."""
-    return run_normalized(normalize(scenario))
+    return run_normalized(normalize(scenario), series=series)
 
 
-def run_normalized(normalized: Mapping[str, Any]) -> RunResult:
+def run_normalized(normalized: Mapping[str, Any], series: SeriesTarget = MEMORY) -> RunResult:
     """Run a normalized scenario (docs/interface.md), e.g. the effective scenario an
     emulation ran, so both sides see exactly the same input."""
+    target = None
+    if series is not None and series != MEMORY:
+        from .results.series import check_series_path
+
+        target = check_series_path(series)
     text = json.dumps(normalized)
     started_utc = utc_now()
     started = time.perf_counter()
     try:
-        result_text = _core.run_json(text)
+        if series == MEMORY:
+            result_text = _core.run_json(text)
+        elif target is None:
+            result_text = _core.run_json_series(text, None)
+        else:
+            result_text = _stream(text, target)
     except ValueError as exc:
         # The core re-validates its input; its message already names the field.
         raise ScenarioError(f"simulation core: {exc}") from None
     wall_s = time.perf_counter() - started
-    return RunResult.from_json(
+    result = RunResult.from_json(
         result_text,
         wall_s=wall_s,
         scenario=dict(normalized),
         run_info=RunProvenance.here(started_utc, wall_s),
         git_commit=git_commit(),
     )
+    if target is not None:
+        from .results.series_file import convert
+
+        binary = _binary_beside(target)
+        try:
+            convert(binary, target, result.series_flows(), result.provenance())
+        finally:
+            binary.unlink(missing_ok=True)
+        result = replace(result, series=replace(result.series, file=str(target)))
+    return result
+
+
+def _binary_beside(target: Path) -> Path:
+    """Where the core streams a run's series on their way to `target`: a hidden file in
+    the same directory (the same file system, so no other disk must have room)."""
+    return target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.series")
+
+
+def _stream(text: str, target: Path) -> str:
+    binary = _binary_beside(target)
+    try:
+        return _core.run_json_series(text, str(binary))
+    except ValueError as exc:
+        binary.unlink(missing_ok=True)
+        message = str(exc)
+        if message.startswith(f"series file {binary}: "):
+            # the core names the file it writes; the user knows the one they asked for
+            why = message.removeprefix(f"series file {binary}: ")
+            raise field_error("--series", str(target), f"cannot write: {why}") from None
+        raise
+    except BaseException:
+        binary.unlink(missing_ok=True)
+        raise
 
 
 _Input = TypeVar("_Input")

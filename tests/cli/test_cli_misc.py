@@ -14,11 +14,11 @@ from tcplab import ScenarioError, _core, cli, runner
 from tcplab.scenario.load import load_scenario
 
 
-def _boom(_text: str) -> str:
+def _boom(_text: str, _series: str | None = None) -> str:
     raise RuntimeError("boom\nsecond line")
 
 
-def _core_rejects(_text: str) -> str:
+def _core_rejects(_text: str, _series: str | None = None) -> str:
     raise ValueError("flows[0].cca_params.beta: 5000 is invalid for cubic; allowed: 0 ..= 1024")
 
 
@@ -26,7 +26,7 @@ def test_internal_error_is_one_line_exit_1(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     monkeypatch.delenv("TCPLAB_TRACEBACK", raising=False)
-    monkeypatch.setattr(_core, "run_json", _boom)
+    monkeypatch.setattr(_core, "run_json_series", _boom)
     path = tmp_path / "geo.toml"
     path.write_text(GEO_TOML)
     assert cli.main(["run", str(path)]) == 1
@@ -51,7 +51,7 @@ def test_core_value_error_becomes_a_scenario_error(monkeypatch: pytest.MonkeyPat
 def test_core_error_exit_code(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(_core, "run_json", _core_rejects)
+    monkeypatch.setattr(_core, "run_json_series", _core_rejects)
     path = tmp_path / "geo.toml"
     path.write_text(GEO_TOML)
     assert cli.main(["run", str(path), "--json"]) == 2

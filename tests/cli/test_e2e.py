@@ -238,7 +238,10 @@ def test_bench_smoke(tmp_path: Path) -> None:
     import subprocess
 
     proc = subprocess.run(
-        [sys.executable, "-m", "tcplab.tools.bench", "--duration", "5s", "--repeat", "1"],
+        [
+            *(sys.executable, "-m", "tcplab.tools.bench", "--duration", "5s", "--repeat", "1"),
+            "--short-study",
+        ],
         capture_output=True,
         text=True,
         cwd=tmp_path,
@@ -251,6 +254,8 @@ def test_bench_smoke(tmp_path: Path) -> None:
     for bench in report["benchmarks"]:
         assert bench["best_wall_s"] > 0 and bench["events_per_s"] > 0
         assert bench["simulated_s"] == 5.0
-    # geo-leaky's first variant with one seed: 6 algorithms x 16 error rates
-    sweep = report["sweep"]
-    assert sweep["runs"] == 96 and sweep["runs_per_s"] > 0
+    # geo-leaky with one seed, end to end: 3 variants x 6 algorithms x 16 error rates
+    (study,) = report["studies"]
+    assert study["runs"] == 288 and study["runs_per_s"] > 0
+    assert 0 < study["core_cpu_s"] < study["sweep_cpu_s"] <= study["cpu_s"]
+    assert 0 < study["report_cpu_s"] < study["cpu_s"]

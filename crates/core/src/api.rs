@@ -4,11 +4,14 @@
 //! and reported as an error.
 use crate::cc;
 use crate::scenario::{ConfigError, ScenarioConfig};
+use crate::series_file::SeriesFile;
+use crate::sim::series::SeriesOut;
 use crate::sim::Simulation;
+use std::path::Path;
 
 pub use crate::result::{
     summarize, FlowResult, LegResult, LinkResult, PepBufferResult, RttResult, RunResult,
-    SeriesResult,
+    SeriesResult, StreamedSeries,
 };
 
 /// Run a scenario given as a config.
@@ -21,11 +24,46 @@ pub fn run(cfg: ScenarioConfig) -> Result<RunResult, ConfigError> {
 /// Run a normalized scenario (JSON text) and return the result as JSON text. Errors are
 /// one-line messages; internal panics are caught and reported, never propagated.
 pub fn run_json(text: &str) -> Result<String, String> {
+    run_text(text, |_| Ok((SeriesOut::Memory, None)))
+}
+
+/// `run_json` without holding the series: streamed to the series file at `series_path`
+/// (`series_file`, in chunks, so memory does not grow with the run's duration), or not
+/// kept at all when `None`. The result's `series` is then `{interval_ns, intervals, file}`.
+/// A file that cannot be written ends the run with a one-line error naming it.
+pub fn run_json_series(text: &str, series_path: Option<&str>) -> Result<String, String> {
+    run_text(text, |cfg| match series_path {
+        None => Ok((SeriesOut::Discard, None)),
+        Some(p) => {
+            let file = SeriesFile::create(Path::new(p), cfg.flows.len(), cfg.interval_ns)?;
+            Ok((SeriesOut::Sink(Box::new(file)), Some(p.to_string())))
+        }
+    })
+}
+
+type SeriesChoice = Result<(SeriesOut, Option<String>), String>;
+
+fn run_text(
+    text: &str,
+    series: impl FnOnce(&ScenarioConfig) -> SeriesChoice + std::panic::UnwindSafe,
+) -> Result<String, String> {
     let cfg = ScenarioConfig::from_json(text).map_err(|e| e.0)?;
-    let outcome = std::panic::catch_unwind(move || run(cfg));
+    let outcome = std::panic::catch_unwind(move || -> Result<RunResult, String> {
+        // the series file is made only for a valid scenario
+        let mut sim = Simulation::with_series(cfg, SeriesOut::Discard).map_err(|e| e.0)?;
+        let (out, file) = series(&sim.cfg)?;
+        sim.set_series(out);
+        sim.run();
+        sim.series.finish()?;
+        let mut r = summarize(&sim);
+        if let Some(st) = r.series.streamed.as_mut() {
+            st.file = file;
+        }
+        Ok(r)
+    });
     match outcome {
         Ok(Ok(r)) => serde_json::to_string(&r).map_err(|e| format!("internal error: {e}")),
-        Ok(Err(e)) => Err(e.0),
+        Ok(Err(e)) => Err(e),
         Err(p) => {
             let msg = p
                 .downcast_ref::<&str>()

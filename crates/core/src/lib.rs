@@ -1,6 +1,7 @@
 //! tcplab-core: a deterministic packet-level discrete-event simulator for TCP congestion
 //! control. Pure Rust, no I/O and no global state: each `Simulation` owns everything, so
-//! runs can execute in parallel threads, and a run is a function of (scenario, seed).
+//! runs can execute in parallel threads, and a run is a function of (scenario, seed). The
+//! one exception is at the edge: `series_file`, where `api` streams a run's series.
 //!
 //! # Layers, from the bottom
 //!
@@ -21,7 +22,8 @@
 //!   the split-TCP PEP relays joining them (`relay`), and per-interval series (`series`).
 //! - `scenario`: the normalized scenario (serde types) and its validation; `result`: what a
 //!   run reports; `api`: JSON in, JSON out, for Python and the `tcplab-sim` binary;
-//!   `model`: the version of the numbers.
+//!   `series_file`: the binary file a run can stream its series to; `model`: the version
+//!   of the numbers.
 //!
 //! # The path of a packet
 //!
@@ -46,6 +48,7 @@ pub mod model;
 pub mod net;
 pub mod result;
 pub mod scenario;
+pub mod series_file;
 pub mod sim;
 pub mod tcp;
 

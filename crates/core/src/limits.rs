@@ -28,10 +28,14 @@ pub const MTU_BYTES: u64 = 1500;
 /// Most segments of a path.
 pub const MAX_SEGMENTS: usize = 64;
 /// Most flows of a scenario (after `count` expansion), in one `[[flows]]` table or all
-/// together. What a flow costs: about 8 KiB of state from the start (sender, receiver, the
-/// two access links each way, counters and histograms; measured as peak RSS of 10,000
-/// against 100 flows over 100 ms), plus its packets in flight and, for the series, 40 bytes
-/// per interval; so 100,000 bulk flows need about 1 GiB before their series.
+/// together. What a flow costs in the core: about 6 KiB of state from the start (sender,
+/// receiver, the two access links each way, counters and histograms; measured as the peak
+/// RSS of 50,000 against 10,000 bulk flows over 100 ms: 5.7 KiB each), plus its packets in
+/// flight; its series cost nothing when they are streamed to a file or not kept (one
+/// chunk of at most 65,536 flow-intervals is held: 3 MiB), and 48 bytes per interval when
+/// they are kept in memory (`SeriesOut::Memory`). So 100,000 bulk flows take about
+/// 0.6 GiB. The limit is what the Python side can expand and check in reasonable time
+/// (each flow is a validated table there), far below what memory would allow.
 pub const MAX_FLOWS: usize = 100_000;
 /// Maximum segment size.
 pub const MSS_BYTES: RangeInclusive<u32> = 64..=65_495;

@@ -147,14 +147,63 @@ impl LinkResult {
     }
 }
 
-/// Per-interval series.
-#[derive(Debug, Clone, Serialize)]
+/// Per-interval series: the samples themselves (`SeriesOut::Memory`), or how many intervals
+/// went elsewhere (`streamed`: to a sink, or nowhere).
+#[derive(Debug, Clone)]
 pub struct SeriesResult {
     pub interval_ns: u64,
     pub t_ns: Vec<u64>,
     pub flows: Vec<FlowSeries>,
     pub bottleneck_queue_pkts: Vec<f64>,
     pub bottleneck_utilization: Vec<f64>,
+    pub streamed: Option<StreamedSeries>,
+}
+
+/// A run whose samples were not kept in memory.
+#[derive(Debug, Clone, Serialize)]
+pub struct StreamedSeries {
+    /// Intervals closed (each one a sample of every flow).
+    pub intervals: u64,
+    /// The file the samples were streamed to (`None`: they were not kept).
+    pub file: Option<String>,
+}
+
+/// The JSON of a `SeriesResult`: the samples, or `{interval_ns, intervals, file}`.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum SeriesJson<'a> {
+    Samples {
+        interval_ns: u64,
+        t_ns: &'a [u64],
+        flows: &'a [FlowSeries],
+        bottleneck_queue_pkts: &'a [f64],
+        bottleneck_utilization: &'a [f64],
+    },
+    Streamed {
+        interval_ns: u64,
+        intervals: u64,
+        file: Option<&'a str>,
+    },
+}
+
+impl Serialize for SeriesResult {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match &self.streamed {
+            None => SeriesJson::Samples {
+                interval_ns: self.interval_ns,
+                t_ns: &self.t_ns,
+                flows: &self.flows,
+                bottleneck_queue_pkts: &self.bottleneck_queue_pkts,
+                bottleneck_utilization: &self.bottleneck_utilization,
+            },
+            Some(st) => SeriesJson::Streamed {
+                interval_ns: self.interval_ns,
+                intervals: st.intervals,
+                file: st.file.as_deref(),
+            },
+        }
+        .serialize(s)
+    }
 }
 
 /// The result of a run.
@@ -350,7 +399,6 @@ pub fn summarize(sim: &Simulation) -> RunResult {
         .iter()
         .map(|&id| LinkResult::from_link(&sim.topo.links[id as usize], end))
         .collect();
-    let sr = &sim.series;
     RunResult {
         name: sim.cfg.name.clone(),
         seed: sim.cfg.seed,
@@ -360,12 +408,32 @@ pub fn summarize(sim: &Simulation) -> RunResult {
         model_version: crate::MODEL_VERSION,
         flows,
         links,
-        series: SeriesResult {
-            interval_ns: sr.interval.ns(),
-            t_ns: sr.t_ns.clone(),
-            flows: sr.flows.clone(),
-            bottleneck_queue_pkts: sr.bottleneck_queue_pkts.clone(),
-            bottleneck_utilization: sr.bottleneck_utilization.clone(),
+        series: series_result(sim),
+    }
+}
+
+/// The series part of `summarize`: a copy of the samples a memory-mode run kept.
+fn series_result(sim: &Simulation) -> SeriesResult {
+    let sr = &sim.series;
+    let held = &sr.held;
+    let kept = sr.in_memory();
+    SeriesResult {
+        interval_ns: sr.interval.ns(),
+        t_ns: if kept { held.t_ns.clone() } else { Vec::new() },
+        flows: if kept { held.flows.clone() } else { Vec::new() },
+        bottleneck_queue_pkts: if kept {
+            held.bottleneck_queue_pkts.clone()
+        } else {
+            Vec::new()
         },
+        bottleneck_utilization: if kept {
+            held.bottleneck_utilization.clone()
+        } else {
+            Vec::new()
+        },
+        streamed: (!kept).then_some(StreamedSeries {
+            intervals: sr.intervals,
+            file: None,
+        }),
     }
 }

@@ -368,3 +368,131 @@ fn cubic_hystart_leaves_slow_start_on_the_ack_train_of_a_linux_receiver() {
     let exit = exit_pkts.expect("slow start ends within 1 s");
     assert!((28..=32).contains(&exit), "slow start ended at cwnd {exit}");
 }
+
+/// What `read_series_file` reads: t_ns, each flow's goodput and RTT, the chunk sizes.
+struct SeriesFileContents {
+    t: Vec<u64>,
+    goodput: Vec<Vec<f64>>,
+    rtt: Vec<Vec<Option<f64>>>,
+    chunks: Vec<usize>,
+}
+
+/// Reads a series file (`series_file`'s layout) back.
+fn read_series_file(bytes: &[u8]) -> SeriesFileContents {
+    let u32_at = |i: usize| u32::from_le_bytes(bytes[i..i + 4].try_into().unwrap()) as usize;
+    let u64_at = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap());
+    let f64_at = |i: usize| f64::from_le_bytes(bytes[i..i + 8].try_into().unwrap());
+    assert_eq!(&bytes[..8], b"TCPLABSR");
+    let flows = u32_at(12);
+    let (mut t, mut goodput, mut rtt, mut chunks) = (
+        Vec::new(),
+        vec![Vec::new(); flows],
+        vec![Vec::new(); flows],
+        Vec::new(),
+    );
+    let mut at = 24;
+    loop {
+        let n = u32_at(at);
+        at += 4;
+        if n == 0 {
+            assert_eq!(
+                u64_at(at) as usize,
+                t.len(),
+                "the end record counts every interval"
+            );
+            assert_eq!(at + 8, bytes.len());
+            break;
+        }
+        chunks.push(n);
+        t.extend((0..n).map(|i| u64_at(at + 8 * i)));
+        at += 3 * 8 * n; // t_ns, queue, utilization
+        for (f, g) in goodput.iter_mut().enumerate() {
+            g.extend((0..n).map(|i| f64_at(at + 8 * (f * n + i))));
+        }
+        at += 8 * n * flows; // goodput
+        at += 8 * n * flows; // throughput
+        for (f, r) in rtt.iter_mut().enumerate() {
+            r.extend((0..n).map(|i| Some(f64_at(at + 8 * (f * n + i))).filter(|v| !v.is_nan())));
+        }
+        at += 3 * 8 * n * flows; // rtt, cwnd, retransmits
+    }
+    SeriesFileContents {
+        t,
+        goodput,
+        rtt,
+        chunks,
+    }
+}
+
+/// A normalized dumbbell (docs/interface.md): `flows` CUBIC bulk flows, 10 Mbit/s, 50 ms
+/// one way, PER 1e-3 forward, for `duration_s` with a series every `interval_ns`.
+fn dumbbell_json(flows: usize, duration_s: u64, interval_ns: u64) -> String {
+    let dir = |per: f64| {
+        serde_json::json!({"rate_bps": 10_000_000, "delay_ns": 50_000_000, "per": per,
+            "queue": {"kind": "droptail", "limit_pkts": 100}})
+    };
+    let flow = serde_json::json!({"cca": "cubic", "app": {"kind": "bulk"}, "access": null});
+    serde_json::json!({
+        "name": "stream", "seed": 1, "duration_ns": duration_s * 1_000_000_000,
+        "interval_ns": interval_ns,
+        "bottleneck": {"forward": dir(1e-3), "reverse": dir(0.0)},
+        "access": {"rate_bps": 1_000_000_000u64, "delay_ns": 100_000},
+        "flows": vec![flow; flows],
+    })
+    .to_string()
+}
+
+#[test]
+fn streamed_series_equal_the_kept_ones_and_every_mode_gives_the_same_run() {
+    // Two flows, a 1 ms interval for 40 s: 80,000 flow-intervals, more than one chunk.
+    let text = dumbbell_json(2, 40, 1_000_000);
+    let kept: serde_json::Value = serde_json::from_str(&api::run_json(&text).unwrap()).unwrap();
+    let dir = std::env::temp_dir().join(format!("tcplab-stream-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("s.bin");
+    let p = path.to_str().unwrap();
+    let streamed: serde_json::Value =
+        serde_json::from_str(&api::run_json_series(&text, Some(p)).unwrap()).unwrap();
+    let none: serde_json::Value =
+        serde_json::from_str(&api::run_json_series(&text, None).unwrap()).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(kept["flows"][0]["retransmits"].as_u64().unwrap() > 0);
+    // everything but the series is the same run, byte for byte
+    for key in ["flows", "links", "events", "duration_ns"] {
+        assert_eq!(kept[key], streamed[key], "{key}");
+        assert_eq!(kept[key], none[key], "{key}");
+    }
+    let expect = serde_json::json!({"interval_ns": 1_000_000, "intervals": 40_000, "file": p});
+    assert_eq!(streamed["series"], expect);
+    assert_eq!(
+        none["series"],
+        serde_json::json!({"interval_ns": 1_000_000, "intervals": 40_000, "file": null})
+    );
+    let SeriesFileContents {
+        t,
+        goodput,
+        rtt,
+        chunks,
+    } = read_series_file(&bytes);
+    // 65,536 flow-intervals per chunk: 32,768 intervals of two flows
+    assert_eq!(chunks, vec![32_768, 7_232]);
+    let s = &kept["series"];
+    let t_kept: Vec<u64> = serde_json::from_value(s["t_ns"].clone()).unwrap();
+    assert_eq!(t, t_kept);
+    for f in 0..2 {
+        let g: Vec<f64> = serde_json::from_value(s["flows"][f]["goodput_bps"].clone()).unwrap();
+        let r: Vec<Option<f64>> =
+            serde_json::from_value(s["flows"][f]["rtt_mean_ns"].clone()).unwrap();
+        assert_eq!(goodput[f], g, "flow {f} goodput");
+        assert_eq!(rtt[f], r, "flow {f} rtt");
+    }
+}
+
+#[test]
+fn an_unwritable_series_file_is_a_one_line_error_before_the_run() {
+    let text = dumbbell_json(1, 1, 1_000_000_000);
+    let e = api::run_json_series(&text, Some("/nonexistent-dir/s.bin")).unwrap_err();
+    assert!(e.starts_with("series file /nonexistent-dir/s.bin: "), "{e}");
+    assert!(!e.contains('\n'));
+}

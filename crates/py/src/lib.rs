@@ -1,7 +1,8 @@
 //! Thin PyO3 binding over `tcplab-core`.
 //!
 //! The boundary is deliberately narrow: one normalized scenario (JSON text) goes in,
-//! one result (JSON text) comes out, once per run. No Python object is touched while
+//! one result (JSON text) comes out, once per run (its series either inside it or streamed
+//! by the core to a file). No Python object is touched while
 //! the simulation runs, so the GIL is released for the whole run and sweeps can use
 //! threads.
 use pyo3::exceptions::PyValueError;
@@ -14,6 +15,23 @@ use pyo3::prelude::*;
 fn run_json(py: Python<'_>, scenario_json: &str) -> PyResult<String> {
     let text = scenario_json.to_owned();
     py.detach(move || tcplab_core::api::run_json(&text))
+        .map_err(PyValueError::new_err)
+}
+
+/// Run one simulation without keeping its series in memory: they are streamed to the
+/// series file `series_path` in chunks (`tcplab_core::series_file`), or not kept at all
+/// when it is `None`. Returns the result JSON, whose `series` says how many intervals went
+/// where. Invalid input or an unwritable file raises `ValueError` (one line).
+#[pyfunction]
+#[pyo3(signature = (scenario_json, series_path=None))]
+fn run_json_series(
+    py: Python<'_>,
+    scenario_json: &str,
+    series_path: Option<&str>,
+) -> PyResult<String> {
+    let text = scenario_json.to_owned();
+    let path = series_path.map(str::to_owned);
+    py.detach(move || tcplab_core::api::run_json_series(&text, path.as_deref()))
         .map_err(PyValueError::new_err)
 }
 
@@ -53,6 +71,7 @@ fn model_version() -> u32 {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_json, m)?)?;
+    m.add_function(wrap_pyfunction!(run_json_series, m)?)?;
     m.add_function(wrap_pyfunction!(ccas_json, m)?)?;
     m.add_function(wrap_pyfunction!(limits_json, m)?)?;
     m.add_function(wrap_pyfunction!(path_json, m)?)?;

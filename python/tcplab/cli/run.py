@@ -1,7 +1,8 @@
 """Single-scenario commands: run | check | ccas | demo.
 
 Each handler imports what it uses, so `tcplab run` pays for the scenario model, the core and
-the console, and only `--series` brings in pandas/pyarrow.
+the console, and only `--series` brings in pandas/pyarrow. `tcplab run` never holds a run's
+series in memory: `--series FILE` gets them as the run goes, otherwise they are not kept.
 """
 
 from __future__ import annotations
@@ -25,11 +26,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         check_series_path(args.series)
     scenario = load_scenario(args.scenario, overrides(args))
-    result = run_scenario(scenario)
-    if args.series is not None:
-        from ..results.series import write_series
-
-        write_series(result, args.series)
+    # the series go to the file as the run goes, or nowhere: never held whole in memory
+    result = run_scenario(scenario, series=args.series)
     if args.json:
         print(json.dumps(result.to_json_dict()))
     else:

@@ -23,7 +23,7 @@ import pandas as pd  # type: ignore[import-untyped]
 
 from ..errors import ScenarioError
 from ..results.metrics import METRIC_BY_NAME
-from ..study.aggregate import aggregate, t975
+from ..study.aggregate import t975
 from ..study.store import Store, param_columns
 from .chart import Chart, Panel, Point, Series
 from .plotspecs import PlotSpec
@@ -69,7 +69,7 @@ def supported(spec: PlotSpec, view: StudyView) -> bool:
 
 def _grid(view: StudyView, spec: PlotSpec) -> pd.DataFrame:
     """Aggregated grid points with the line label and the bottleneck rate of each."""
-    agg = aggregate(view.runs)
+    agg = view.points
     keys = [c for c in ("variant", *param_columns(view.runs)) if c in view.runs]
     first = view.runs.groupby(keys, dropna=False, sort=False).first().reset_index()
     extra = [c for c in (LINE, "rate_bps", "n_flows") if c in first]
@@ -296,7 +296,7 @@ def series_chart(
     looks = _styles(shown[LINE].unique().tolist(), view)
     by_panel: dict[str, Panel] = {}
     for _, r in shown.iterrows():
-        s = store.series(str(r["run_id"]))
+        s = view.series(store, r)
         variant = str(r["variant"] or "")
         if per_run:
             key = f"{variant}: {_flows_title(s)}" if variant else _flows_title(s)
@@ -401,7 +401,7 @@ def shares_chart(
     chosen = chosen.head(MAX_RUN_PANELS)
     panels: list[Panel] = []
     for _, r in chosen.iterrows():
-        s = store.series(str(r["run_id"]))
+        s = view.series(store, r)
         wide = s.pivot_table(index="t_s", columns="flow_id", values=spec.column, aggfunc="sum")
         total = wide.sum(axis=1).replace(0.0, float("nan"))
         title = " — ".join(str(v) for v in (r["variant"], r[LINE]) if v)

@@ -14,7 +14,7 @@ import pandas as pd  # type: ignore[import-untyped]
 
 from ..errors import ScenarioError
 from ..study.axes import StudyAxes, is_error_rate, study_axes
-from ..study.store import param_columns
+from ..study.store import Store, param_columns
 from .describe import fixed_parameters, swept_keys, variant_settings
 from .labels import (
     KeyContext,
@@ -53,6 +53,27 @@ class StudyView:
     ctx: KeyContext
     definition: Mapping[str, Any] | None
     labels: dict[str, KeyLabel] = field(default_factory=dict)
+    #: what the figures of one report share, computed or read once: the grid points of
+    #: `runs` and the series files of the runs shown
+    _points: pd.DataFrame | None = field(default=None, repr=False)
+    _series: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
+
+    @property
+    def points(self) -> pd.DataFrame:
+        """The grid points of `runs` (`aggregate.aggregate`), computed once."""
+        if self._points is None:
+            from ..study.aggregate import aggregate
+
+            self._points = aggregate(self.runs)
+        return self._points
+
+    def series(self, store: Store, run: Mapping[str, Any]) -> pd.DataFrame:
+        """The series of `run` (a row of `runs`: `Store.series`), read once."""
+        run_id = str(run["run_id"])
+        if run_id not in self._series:
+            file = run.get("series_file")
+            self._series[run_id] = store.series(run_id, file if isinstance(file, str) else None)
+        return self._series[run_id]
 
     @property
     def x(self) -> str | None:

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 
+from ..processes import alive as _alive
 from . import commands
 from .plan import PREFIX
 
@@ -117,16 +118,6 @@ def owner_pid(netns: str) -> int | None:
     run_id = netns.removeprefix(PREFIX).split("-", 1)[0]
     pid_text = run_id.split("x", 1)[0]
     return int(pid_text) if pid_text.isdigit() else None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def cleanup_leftovers(*, include_running: bool = False) -> tuple[list[str], list[str]]:

@@ -67,6 +67,9 @@ LINK_KEYS: Final = (
 SERIES_KEYS: Final = (
     *("interval_ns", "t_ns", "flows", "bottleneck_queue_pkts", "bottleneck_utilization"),
 )
+#: the series of a run that streamed them (`_core.run_json_series`): how many intervals, and
+#: the core's series file they went to (None: not kept)
+STREAMED_SERIES_KEYS: Final = ("interval_ns", "intervals", "file")
 SERIES_FLOW_KEYS: Final = (
     *("id", "goodput_bps", "throughput_bps", "rtt_mean_ns", "cwnd_bytes", "retransmits"),
 )
@@ -452,16 +455,34 @@ class FlowSeries:
 
 @dataclass(frozen=True)
 class Series:
-    """Samples per interval `[t - interval, t)`, `t_ns` being the interval ends."""
+    """Samples per interval `[t - interval, t)`, `t_ns` being the interval ends. A run that
+    streamed its series holds none of them: `streamed` is set, `intervals` says how many
+    there were, and `file` where the core wrote them (None: not kept)."""
 
     interval_ns: int
     t_ns: tuple[int, ...]
     flows: tuple[FlowSeries, ...]
     bottleneck_queue_pkts: tuple[float, ...]
     bottleneck_utilization: tuple[float, ...]
+    streamed: bool = False
+    intervals: int | None = None
+    file: str | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Series:
+        if isinstance(data, Mapping) and "t_ns" not in data:
+            _exact(data, "series", STREAMED_SERIES_KEYS)
+            file = data["file"]
+            return cls(
+                interval_ns=int(data["interval_ns"]),
+                t_ns=(),
+                flows=(),
+                bottleneck_queue_pkts=(),
+                bottleneck_utilization=(),
+                streamed=True,
+                intervals=int(data["intervals"]),
+                file=None if file is None else str(file),
+            )
         _exact(data, "series", SERIES_KEYS)
         return cls(
             interval_ns=int(data["interval_ns"]),
@@ -705,9 +726,14 @@ class RunResult:
             out.setdefault(key, value)
         return out
 
+    def series_flows(self) -> list[tuple[str, str]]:
+        """Each flow's (kind, cca) as the series schema writes them (cca "" for CBR)."""
+        return [(f.kind, f.cca if f.is_tcp else "") for f in self.flows]
+
     def series_frame(self) -> pd.DataFrame:
         """Long format, one row per (interval, flow), in the one series schema
-        (`series.SERIES_COLUMNS`); `frame.attrs["provenance"]` says what produced it."""
+        (`series.SERIES_COLUMNS`); `frame.attrs["provenance"]` says what produced it. A run
+        that streamed its series reads them back from the core's series file."""
         from .series import series_frame  # pandas is imported only when a frame is wanted
 
         return series_frame(self)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 import pandas as pd  # type: ignore[import-untyped]
 
-from ..errors import field_error
+from ..errors import ScenarioError, field_error
 
 if TYPE_CHECKING:
     from .parse import RunResult
@@ -63,6 +63,8 @@ def _per_interval(values: tuple[float, ...], n_points: int) -> np.ndarray[Any, A
 def series_frame(result: RunResult) -> pd.DataFrame:
     """Long format, sorted by time then flow id, with `SERIES_COLUMNS` exactly."""
     series = result.series
+    if series.streamed:
+        return _streamed_frame(result)
     n_points = len(series.t_ns)
     t_s = np.asarray(series.t_ns, dtype=np.float64) / 1e9
     queue = _per_interval(series.bottleneck_queue_pkts, n_points)
@@ -98,6 +100,22 @@ def series_frame(result: RunResult) -> pd.DataFrame:
         frame = empty_series()
     frame.attrs["provenance"] = result.provenance()
     return frame
+
+
+def _streamed_frame(result: RunResult) -> pd.DataFrame:
+    """The frame of a run that streamed its series to a file (read back whole)."""
+    from .export import read_table
+
+    file = result.series.file
+    if file is None:
+        raise ScenarioError(
+            "series: this run did not keep its series; allowed: run it with series kept "
+            "(tcplab run --series FILE, or tcplab.run(..., series=FILE or 'memory'))"
+        )
+    frame, provenance = read_table(file)
+    out = conform(frame)
+    out.attrs["provenance"] = provenance or result.provenance()
+    return out
 
 
 def empty_series() -> pd.DataFrame:

@@ -6,6 +6,9 @@ capped at the link's payload capacity, the Padhye (PFTK) model and the physical 
 RTT of the path.
 
 Runs of different study revisions are never pooled: the revision is part of the grid point.
+The per-point statistics are one SQL query in DuckDB over the runs (count, mean, sample
+standard deviation, min and max of every metric, grouped by grid point); only the interval
+ends are computed here, for every point at once.
 `<m>_ci95` is the interval's half-width; `<m>_ci_low` and `<m>_ci_high` are its ends, clipped
 to the values the metric can take (`metrics.METRICS`: e.g. [0, 1] for Jain's index and the
 utilizations, >= 0 for rates), so a bounded metric's interval never leaves its range. A
@@ -17,8 +20,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Final
+from typing import Any, Final
 
+import numpy as np
 import pandas as pd  # type: ignore[import-untyped]
 
 from ..results.metrics import METRIC_BY_NAME, METRICS
@@ -111,24 +115,99 @@ def summarize(values: pd.Series, metric: str) -> dict[str, float]:
 
 def aggregate(runs: pd.DataFrame, metrics: Sequence[str] = DEFAULT_METRICS) -> pd.DataFrame:
     """One row per grid point: `n`, `model_version`, and for each metric `<m>_mean`, `<m>_std`,
-    `<m>_ci95`, `<m>_ci_low`, `<m>_ci_high`; plus theory columns."""
+    `<m>_ci95`, `<m>_ci_low`, `<m>_ci_high`; plus theory columns (of the point's first run)."""
     keys = group_columns(runs)
     present = [m for m in metrics if m in runs.columns]
-    rows = []
-    for group, df in runs.groupby(keys, dropna=False, sort=True):
-        values = group if isinstance(group, tuple) else (group,)
-        row: dict[str, object] = dict(zip(keys, values, strict=True))
-        row["n"] = len(df)
-        if "model_version" in df:
-            models = df["model_version"].dropna().unique()
-            row["model_version"] = int(models[0]) if len(models) == 1 else None
-        for m in present:
-            for stat, value in summarize(df[m], m).items():
-                row[f"{m}_{stat}"] = value
-        first = df.iloc[0]
-        row.update(theory_columns(first))
-        rows.append(row)
-    return pd.DataFrame(rows)
+    if runs.empty:
+        return pd.DataFrame()
+    point = runs.groupby(keys, dropna=False, sort=True).ngroup().to_numpy()
+    stats = _point_stats(runs, point, present)
+    # the first run of each point, in point order
+    first = runs.iloc[pd.Series(np.arange(len(runs))).groupby(point, sort=True).first()]
+    out: dict[str, Any] = {k: first[k].to_numpy() for k in keys}
+    out["n"] = stats["n"].to_numpy()
+    if "model_version" in runs:
+        out["model_version"] = [
+            int(v) if v == v and v is not None else None for v in stats["model_version"]
+        ]
+    for m in present:
+        out.update(_intervals(stats, m))
+    for name in ("base_rtt_ms", *THEORY_COLUMNS):
+        out[name] = (
+            pd.to_numeric(first[name], errors="coerce").astype(float).to_numpy()
+            if name in first
+            else np.full(len(first), math.nan)
+        )
+    return pd.DataFrame(out)
+
+
+def _point_stats(runs: pd.DataFrame, point: np.ndarray[Any, Any], metrics: list[str]) -> Any:
+    """count, mean, sample standard deviation, min and max of each metric per grid point
+    (NULL and NaN values left out), in DuckDB; one row per point, in point order."""
+    import duckdb
+
+    data = pd.DataFrame({"point": point})
+    for i, m in enumerate(metrics):
+        data[f"m{i}"] = pd.to_numeric(runs[m], errors="coerce").astype(float).to_numpy()
+    if "model_version" in runs:
+        data["model"] = pd.to_numeric(runs["model_version"], errors="coerce").to_numpy()
+    # the standard deviation in two passes (deviations from the point's mean), as pandas
+    # computes it: a one-pass (Welford) one differs in the 11th digit
+    values = [f"CASE WHEN isnan(m{i}) THEN NULL ELSE m{i} END" for i in range(len(metrics))]
+    means = ", ".join(f"avg({v}) AS mean{i}" for i, v in enumerate(values))
+    selects = ["count(*) AS n"]
+    for i, v in enumerate(values):
+        selects += [
+            f"count({v}) AS c{i}",
+            f"any_value(mean{i}) AS a{i}",
+            f"sqrt(sum(({v} - mean{i}) ** 2) / (count({v}) - 1)) AS s{i}",
+            f"min({v}) AS lo{i}",
+            f"max({v}) AS hi{i}",
+        ]
+    if "model_version" in runs:
+        selects.append("CASE WHEN count(DISTINCT model) = 1 THEN min(model) END AS model_version")
+    con = duckdb.connect()
+    try:
+        con.register("data", data)
+        stats = con.execute(
+            f"WITH m AS (SELECT point, {means} FROM data GROUP BY point) "
+            f"SELECT point, {', '.join(selects)} FROM data JOIN m USING (point) "
+            "GROUP BY point ORDER BY point"
+        ).df()
+    finally:
+        con.close()
+    stats.columns = ["point", "n", *stats.columns[2:]]
+    renamed: dict[str, str] = {}
+    for i, m in enumerate(metrics):
+        for short, stat in (("c", "count"), ("a", "mean"), ("s", "std"), ("lo", "min")):
+            renamed[f"{short}{i}"] = f"{m}\t{stat}"
+        renamed[f"hi{i}"] = f"{m}\tmax"
+    return stats.rename(columns=renamed)
+
+
+def _intervals(stats: pd.DataFrame, metric: str) -> dict[str, np.ndarray[Any, Any]]:
+    """`summarize` for every grid point at once, from its count, mean, std, min and max."""
+    n = stats[f"{metric}\tcount"].to_numpy(dtype=float)
+    low_v = stats[f"{metric}\tmin"].to_numpy(dtype=float)
+    high_v = stats[f"{metric}\tmax"].to_numpy(dtype=float)
+    same = (n > 0) & (low_v == high_v)
+    # identical repetitions: exact, whatever the float rounding of a mean or a deviation
+    mean = np.where(same, low_v, stats[f"{metric}\tmean"].to_numpy(dtype=float))
+    several = np.where(n > 1, 0.0, math.nan)
+    std = np.where(same, several, stats[f"{metric}\tstd"].to_numpy(dtype=float))
+    t = np.array([t975(int(k) - 1) if k > 1 else math.nan for k in n])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        half = np.where(same, several, t * std / np.sqrt(n))
+    mean = np.where(n == 0, math.nan, mean)
+    spec = METRIC_BY_NAME.get(metric)
+    low, high = (spec.low, spec.high) if spec else (-math.inf, math.inf)
+    return {
+        f"{metric}_mean": mean,
+        f"{metric}_std": std,
+        f"{metric}_ci95": half,
+        f"{metric}_ci_low": np.maximum(mean - half, low),
+        f"{metric}_ci_high": np.minimum(mean + half, high),
+    }
 
 
 def theory_columns(run: pd.Series) -> dict[str, float]:

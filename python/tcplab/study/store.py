@@ -271,13 +271,16 @@ class RunKey:
 
 @dataclass(frozen=True)
 class RunRecord:
-    """A finished run on its way into the store, with its place in a study's grid."""
+    """A finished run on its way into the store, with its place in a study's grid.
+    `series_file`: the name of its series file in the store's series folder when the worker
+    that ran it wrote it already (None: `add_runs` writes it from `result`)."""
 
     key: RunKey
     variant: str
     params: Mapping[str, Any]
     normalized: Mapping[str, Any]
     result: RunResult
+    series_file: str | None = None
 
 
 @dataclass(frozen=True)
@@ -334,15 +337,6 @@ def _base_rtt_ms(norm: Mapping[str, Any]) -> float:
 def _forward_per(norm: Mapping[str, Any]) -> float:
     """Packet error rate of the whole forward path (one segment: its `per` exactly)."""
     return combined_loss([float(segment.forward["per"]) for segment in segments(norm)])
-
-
-def _insert(con: Any, table: str, rows: list[dict[str, Any]]) -> None:
-    """Insert rows by column name."""
-    if not rows:
-        return
-    columns = list(rows[0])
-    sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
-    con.executemany(sql, [[row[c] for c in columns] for row in rows])
 
 
 def _now() -> _dt.datetime:
@@ -664,10 +658,18 @@ class Store:
     ) -> int:
         """Store finished runs and their membership of a revision in one transaction; a run
         another process stored meanwhile is only linked. Returns how many were new. Series
-        files are written first (outside the lock)."""
+        files are written first (outside the lock) unless the workers did. Each table gets
+        the batch's rows in one columnar append."""
         if not records:
             return 0
-        series = {r.key.run_id: self._write_series(r) for r in records}
+        series = {r.key.run_id: r.series_file or self._write_series(r) for r in records}
+        members: dict[str, list[Any]] = {
+            "study": [study] * len(records),
+            "revision": [revision] * len(records),
+            "run_id": [r.key.run_id for r in records],
+            "variant": [r.variant for r in records],
+            "params_json": [json.dumps(dict(r.params), sort_keys=True) for r in records],
+        }
         with self._transaction(wait_s) as con:
             ids = [r.key.run_id for r in records]
             present = {
@@ -676,27 +678,17 @@ class Store:
                     "SELECT run_id FROM runs WHERE list_contains(?, run_id)", [ids]
                 ).fetchall()
             }
-            fresh = [r for r in records if r.key.run_id not in present]
-            seen: set[str] = set()
-            for record in fresh:
-                if record.key.run_id in seen:
-                    continue
-                seen.add(record.key.run_id)
-                _insert_run(con, record, series[record.key.run_id])
-            con.executemany(
-                "INSERT INTO revision_runs VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                [
-                    [
-                        study,
-                        revision,
-                        r.key.run_id,
-                        r.variant,
-                        json.dumps(dict(r.params), sort_keys=True),
-                    ]
-                    for r in records
-                ],
-            )
-        return len(seen)
+            fresh: dict[str, RunRecord] = {}
+            for record in records:
+                if record.key.run_id not in present:
+                    fresh.setdefault(record.key.run_id, record)
+            batch = _Batch()
+            for run_id, record in fresh.items():
+                batch.add_run(record, series[run_id])
+            for table in ("runs", "flows", "links", "legs", "pep_buffers"):
+                _append(con, table, batch.tables[table])
+            _append(con, "revision_runs", members, on_conflict="DO NOTHING")
+        return len(fresh)
 
     # --- reading --------------------------------------------------------------------------
 
@@ -803,16 +795,19 @@ class Store:
             "legs", study, revision, "r.scenario_hash, r.seed, t.flow_id, t.leg"
         )
 
-    def series(self, run_id: str) -> pd.DataFrame:
+    def series(self, run_id: str, series_file: str | None = None) -> pd.DataFrame:
         """A run's series in the one series schema (`series.SERIES_COLUMNS`), with its
-        provenance in `attrs["provenance"]`."""
+        provenance in `attrs["provenance"]`. `series_file`: the run's `series_file` column,
+        when the caller has read it already."""
         from ..results.export import read_table
         from ..results.series import conform
 
-        rows = self.query("SELECT series_file FROM runs WHERE run_id = ?", [run_id])
-        if not rows or not rows[0][0]:
-            raise StoreError(f"{self.path}: no run {run_id}")
-        frame, provenance = read_table(self.series_dir / str(rows[0][0]))
+        if not series_file:
+            rows = self.query("SELECT series_file FROM runs WHERE run_id = ?", [run_id])
+            if not rows or not rows[0][0]:
+                raise StoreError(f"{self.path}: no run {run_id}")
+            series_file = str(rows[0][0])
+        frame, provenance = read_table(self.series_dir / series_file)
         out = conform(frame)
         out.attrs["provenance"] = provenance
         return out
@@ -839,8 +834,12 @@ def _with_theory(runs: pd.DataFrame) -> pd.DataFrame:
     from ..results.theory import THEORY_COLUMNS, run_bounds
 
     values: dict[str, list[float | None]] = {name: [] for name in THEORY_COLUMNS}
-    for text in runs["scenario_json"]:
-        bounds = run_bounds(json.loads(text)) if isinstance(text, str) else None
+    # the references depend on the scenario, not on the seed: once per scenario hash
+    known: dict[Any, Any] = {}
+    for scenario, text in zip(runs["scenario_hash"], runs["scenario_json"], strict=True):
+        if scenario not in known:
+            known[scenario] = run_bounds(json.loads(text)) if isinstance(text, str) else None
+        bounds = known[scenario]
         for name in THEORY_COLUMNS:
             values[name].append(None if bounds is None else getattr(bounds, name))
     out = runs.drop(columns=["scenario_json"])
@@ -886,71 +885,134 @@ def _differences(old_json: str | None, new_json: str, limit: int = 3) -> str:
     return shown + (", ..." if len(paths) > limit else "")
 
 
-def _insert_run(con: Any, record: RunRecord, series_file: str) -> None:
-    """The rows of one run, in every table."""
-    run_id = record.key.run_id
-    result = record.result
-    _insert(con, "runs", [_run_row(record, series_file)])
-    _insert(con, "flows", [_flow_row(run_id, f) for f in result.flows])
-    _insert(
-        con,
-        "links",
-        [
-            {
-                "run_id": run_id,
-                "name": lk.name,
-                "rate_bps": float(lk.rate_bps),
-                "utilization": lk.utilization,
-                "queue_drops": lk.queue_drops,
-                "error_drops": lk.error_drops,
-                "ecn_marks": _extra(lk, "ecn_marks"),
-                "queue_mean_pkts": lk.queue_mean_pkts,
-                "queue_max_pkts": lk.queue_max_pkts,
-                "outage_drops": lk.outage_drops,
-                "aqm_drops": lk.aqm_drops,
-            }
-            for lk in result.links
-        ],
+class _Batch:
+    """The rows of a batch of runs, table by table and column by column."""
+
+    def __init__(self) -> None:
+        self.tables: dict[str, dict[str, list[Any]]] = {
+            name: {} for name in ("runs", "flows", "links", "legs", "pep_buffers")
+        }
+
+    def _add(self, table: str, row: Mapping[str, Any]) -> None:
+        columns = self.tables[table]
+        if not columns:
+            columns.update({name: [] for name in row})
+        for name, value in row.items():
+            columns[name].append(value)
+
+    def add_run(self, record: RunRecord, series_file: str) -> None:
+        """The rows of one run, in every table."""
+        run_id = record.key.run_id
+        result = record.result
+        self._add("runs", _run_row(record, series_file))
+        for f in result.flows:
+            self._add("flows", _flow_row(run_id, f))
+        for lk in result.links:
+            self._add(
+                "links",
+                {
+                    "run_id": run_id,
+                    "name": lk.name,
+                    "rate_bps": float(lk.rate_bps),
+                    "utilization": lk.utilization,
+                    "queue_drops": lk.queue_drops,
+                    "error_drops": lk.error_drops,
+                    "ecn_marks": _extra(lk, "ecn_marks"),
+                    "queue_mean_pkts": lk.queue_mean_pkts,
+                    "queue_max_pkts": lk.queue_max_pkts,
+                    "outage_drops": lk.outage_drops,
+                    "aqm_drops": lk.aqm_drops,
+                },
+            )
+        for f in result.flows:
+            for index, leg in enumerate(f.legs):
+                self._add(
+                    "legs",
+                    {
+                        "run_id": run_id,
+                        "flow_id": f.id,
+                        "leg": index,
+                        "from_node": leg.src,
+                        "to_node": leg.dst,
+                        "cca": leg.cca,
+                        "goodput_bps": leg.goodput_bps,
+                        "retransmits": leg.retransmits,
+                        "bytes_delivered": leg.bytes_delivered,
+                        "rtt_mean_ms": ns_to_ms(leg.rtt.mean_ns),
+                        "rtt_p95_ms": ns_to_ms(leg.rtt.p95_ns),
+                        "sender_done_s": ns_to_s(leg.sender_done_ns),
+                        "closed_s": ns_to_s(leg.closed_ns),
+                    },
+                )
+            for b in f.pep_buffer:
+                self._add(
+                    "pep_buffers",
+                    {
+                        "run_id": run_id,
+                        "flow_id": f.id,
+                        "node": b.node,
+                        "mean_bytes": b.mean_bytes,
+                        "max_bytes": b.max_bytes,
+                        "limit_bytes": b.limit_bytes,
+                    },
+                )
+
+
+#: DuckDB column types as Arrow types, for the columnar appends (an exact type per column,
+#: so a seed above 2^63 or a column of NULLs needs no guessing).
+_ARROW_TYPES: Final = {
+    "VARCHAR": "string",
+    "UBIGINT": "uint64",
+    "BIGINT": "int64",
+    "INTEGER": "int32",
+    "DOUBLE": "float64",
+    "BOOLEAN": "bool_",
+    "TIMESTAMP": "timestamp_us",
+}
+
+
+def _columns_of(definition: str) -> dict[str, str]:
+    """Column name -> type of a `_TABLES` definition (its key clauses left out)."""
+    items, depth, item = [], 0, ""
+    for ch in definition:
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            items.append(item)
+            item = ""
+        else:
+            item += ch
+    items.append(item)
+    words = [i.split() for i in items if i.strip()]
+    return {w[0]: w[1] for w in words if w[0] != "PRIMARY"}
+
+
+#: The column types of the tables of `SCHEMA_VERSION`, from their definitions.
+_COLUMN_TYPES: Final = {name: _columns_of(columns) for name, columns in _TABLES.items()}
+
+
+def _append(
+    con: Any, table: str, columns: Mapping[str, list[Any]], on_conflict: str | None = None
+) -> None:
+    """Append rows given column by column to `table`, by column name, in one statement."""
+    if not columns or not next(iter(columns.values())):
+        return
+    import pyarrow as pa  # type: ignore[import-untyped]
+
+    types = _COLUMN_TYPES[table]
+
+    def arrow_type(name: str) -> Any:
+        kind = _ARROW_TYPES[types[name]]
+        return pa.timestamp("us") if kind == "timestamp_us" else getattr(pa, kind)()
+
+    batch = pa.table(
+        {name: pa.array(values, type=arrow_type(name)) for name, values in columns.items()}
     )
-    _insert(
-        con,
-        "legs",
-        [
-            {
-                "run_id": run_id,
-                "flow_id": f.id,
-                "leg": index,
-                "from_node": leg.src,
-                "to_node": leg.dst,
-                "cca": leg.cca,
-                "goodput_bps": leg.goodput_bps,
-                "retransmits": leg.retransmits,
-                "bytes_delivered": leg.bytes_delivered,
-                "rtt_mean_ms": ns_to_ms(leg.rtt.mean_ns),
-                "rtt_p95_ms": ns_to_ms(leg.rtt.p95_ns),
-                "sender_done_s": ns_to_s(leg.sender_done_ns),
-                "closed_s": ns_to_s(leg.closed_ns),
-            }
-            for f in result.flows
-            for index, leg in enumerate(f.legs)
-        ],
-    )
-    _insert(
-        con,
-        "pep_buffers",
-        [
-            {
-                "run_id": run_id,
-                "flow_id": f.id,
-                "node": b.node,
-                "mean_bytes": b.mean_bytes,
-                "max_bytes": b.max_bytes,
-                "limit_bytes": b.limit_bytes,
-            }
-            for f in result.flows
-            for b in f.pep_buffer
-        ],
-    )
+    con.register("_batch", batch)
+    try:
+        conflict = f" ON CONFLICT {on_conflict}" if on_conflict else ""
+        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _batch{conflict}")
+    finally:
+        con.unregister("_batch")
 
 
 def _run_row(record: RunRecord, series_file: str) -> dict[str, Any]:

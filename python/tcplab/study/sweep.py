@@ -6,8 +6,10 @@ study leaves no file behind. Then one transaction finds or makes the study's rev
 (`Store.open_revision`) and links the runs the database already has. Work is submitted in a
 bounded window, so a sweep of millions of runs needs memory for a few hundred.
 
-Finished runs are committed together every `commit_interval_s` (one short transaction: the
-database is never held longer than that), so readers in other processes — `tcplab results`,
+Finished runs are committed together every `commit_interval_s`, or less often when commits
+take long (at most `COMMIT_SHARE` of the sweep's time goes to them: opening the file and
+its checkpoint on closing cost tens of milliseconds, whatever the batch), each in one
+short transaction, so readers in other processes — `tcplab results`,
 `tcplab report`, a notebook's `Store` — get in between commits. When another process holds
 the file, the sweep keeps simulating and tries again at the next interval; it waits
 (`wait_s`) only at the end or when too many runs are pending, and then fails in one line.
@@ -17,9 +19,11 @@ committed, never a committed one, and resumes where it stopped without duplicati
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -39,6 +43,7 @@ from rich.progress import (
 
 from .. import _core
 from ..errors import ScenarioError
+from ..processes import alive
 from ..results.parse import RunResult
 from ..results.provenance import Build, RunProvenance, utc_now
 from .grid import RunSpec, Study, members
@@ -46,15 +51,101 @@ from .store import RunRecord, Store, StoreBusy
 
 #: Runs held in memory waiting for the database before the sweep stops simulating and waits.
 MAX_PENDING = 256
+#: The share of the sweep's wall time commits may take: a commit that took `c` seconds is
+#: followed by the next no sooner than `c / COMMIT_SHARE` later.
+COMMIT_SHARE = 0.05
 
 
-def run_normalized(text: str) -> tuple[str, float, str, str]:
-    """Run one normalized scenario (JSON text); returns (result JSON, wall seconds, start time
-    in UTC, host). A plain top-level function so Dask workers can import and call it."""
+def run_normalized(text: str) -> tuple[str, float, str, str, bytes]:
+    """Run one normalized scenario (JSON text) on a Dask worker; returns (result JSON without
+    the series, wall seconds, start time in UTC, host, the core's series file). A plain
+    top-level function so Dask workers can import and call it."""
+    import tempfile
+
     started = utc_now()
-    t0 = time.perf_counter()
-    out = _core.run_json(text)
-    return out, time.perf_counter() - t0, started, socket.gethostname()
+    with tempfile.TemporaryDirectory(prefix="tcplab-") as tmp:
+        path = os.path.join(tmp, "run.series")
+        t0 = time.perf_counter()
+        out = _core.run_json_series(text, path)
+        wall_s = time.perf_counter() - t0
+        with open(path, "rb") as f:
+            series = f.read()
+    return out, wall_s, started, socket.gethostname(), series
+
+
+@dataclass(frozen=True)
+class _Finished:
+    """A run a worker finished: its record (series file written) and the CPU time the
+    worker thread spent in the core (None: not measured, e.g. on a Dask worker)."""
+
+    record: RunRecord
+    core_cpu_s: float | None = None
+
+
+def _check_model(spec: RunSpec, result: RunResult, host: str) -> None:
+    if result.model_version != spec.model_version:
+        # a Dask worker with another tcplab: its numbers are not this key's
+        raise ScenarioError(
+            f"{host}: simulated with model version {result.model_version}, this tcplab "
+            f"has {spec.model_version}; allowed: the same tcplab on every worker"
+        )
+
+
+def _store_series(store: Store, spec: RunSpec, result: RunResult, source: Any) -> str:
+    """Write a run's series (the core's series file `source`: a path or a binary file) to
+    the store's series folder as `<run_id>.parquet`; returns the name."""
+    from ..results.series_file import convert
+
+    name = f"{spec.run_id}.parquet"
+    store.series_dir.mkdir(parents=True, exist_ok=True)
+    convert(source, store.series_dir / name, result.series_flows(), result.provenance(), "--db")
+    return name
+
+
+def _owner() -> str:
+    """Who a series file on its way to the store belongs to: this host and process."""
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+def remove_stale_series(store: Store) -> None:
+    """Delete the core's series files that a killed sweep on this host left behind (their
+    process is gone); those of running sweeps stay."""
+    host = socket.gethostname()
+    if not store.series_dir.is_dir():
+        return
+    for path in store.series_dir.glob(".*.series"):
+        owner = path.name.split(".")[-3]
+        name, _, pid = owner.rpartition("-")
+        if name == host and pid.isdigit() and not alive(int(pid)):
+            path.unlink(missing_ok=True)
+
+
+def run_local(spec: RunSpec, store: Store, build: Build) -> _Finished:
+    """Run one grid point in this process (a worker thread): the core streams the series to
+    the store's series folder, this thread writes them as the run's Parquet file, and what
+    goes back to the sweep is the compact result (no series) ready for its batch."""
+    store.series_dir.mkdir(parents=True, exist_ok=True)
+    binary = store.series_dir / f".{spec.run_id}.{_owner()}.{threading.get_ident()}.series"
+    text = json.dumps(spec.normalized)
+    started = utc_now()
+    t0, c0 = time.perf_counter(), time.thread_time()
+    try:
+        out = _core.run_json_series(text, str(binary))
+        core_cpu_s, wall_s = time.thread_time() - c0, time.perf_counter() - t0
+        host = socket.gethostname()
+        result = RunResult.from_json(
+            out,
+            wall_s=wall_s,
+            scenario=spec.normalized,
+            run_info=RunProvenance(host, started, wall_s),
+            git_commit=build.git_commit,
+        )
+        _check_model(spec, result, host)
+        name = _store_series(store, spec, result, binary)
+    finally:
+        binary.unlink(missing_ok=True)
+    record = RunRecord(spec.key, spec.variant, spec.params, spec.normalized, result, name)
+    return _Finished(record, core_cpu_s)
 
 
 class _Executor(Protocol):
@@ -74,6 +165,8 @@ class SweepSummary:
     model_version: int | None = None
     #: times a commit found the database held by another process and was put off
     deferred_commits: int = 0
+    #: CPU seconds the local workers spent inside the core (None: runs on Dask workers)
+    core_cpu_s: float | None = None
 
     @property
     def runs_per_s(self) -> float:
@@ -119,12 +212,14 @@ class _Committer:
     pending: list[RunRecord] = field(default_factory=list)
     last: float = field(default_factory=time.monotonic)
     deferred: int = 0
+    #: how long the last commit took
+    cost_s: float = 0.0
 
     def add(self, record: RunRecord) -> None:
         self.pending.append(record)
         if len(self.pending) >= MAX_PENDING:
             self.flush(block=True)
-        elif time.monotonic() - self.last >= self.interval_s:
+        elif time.monotonic() - self.last >= max(self.interval_s, self.cost_s / COMMIT_SHARE):
             self.flush(block=False)
 
     def flush(self, *, block: bool) -> None:
@@ -133,7 +228,9 @@ class _Committer:
         try:
             # not blocking: a short try, so the simulation goes on while a reader holds it
             wait_s = self.wait_s if block else min(0.2, self.wait_s)
+            started = time.monotonic()
             self.store.add_runs(self.study, self.revision, self.pending, wait_s=wait_s)
+            self.cost_s = time.monotonic() - started
         except StoreBusy as exc:
             if block:
                 raise StoreBusy(
@@ -182,6 +279,7 @@ def run_study(
         wait_s=wait_s,
     )
     todo = [spec for spec in grid if spec.run_id not in choice.stored]
+    remove_stale_series(store)
     skipped = len(grid) - len(todo)
     committer = _Committer(store, study.name, choice.revision, commit_interval_s, wait_s)
     started = time.perf_counter()
@@ -189,12 +287,12 @@ def run_study(
     if executor == "local":
         workers = max(1, jobs or os.cpu_count() or 1)
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            ran, interrupted = drive(pool, workers, stop_after)
+            ran, interrupted = drive(pool, workers, stop_after, store)
     else:
         client = _dask_client(scheduler or "")
         try:
             workers = max(1, sum(client.nthreads().values()))
-            ran, interrupted = drive(client, workers, stop_after)
+            ran, interrupted = drive(client, workers, stop_after, None)
         finally:
             client.close()
     return SweepSummary(
@@ -208,6 +306,7 @@ def run_study(
         revision_note=choice.note,
         model_version=build.model_version,
         deferred_commits=committer.deferred,
+        core_cpu_s=drive.core_cpu_s if executor == "local" else None,
     )
 
 
@@ -236,8 +335,11 @@ class _Drive:
     total: int
     skipped: int
 
-    def _record(self, spec: RunSpec, outcome: tuple[str, float, str, str]) -> RunRecord:
-        text, wall_s, started_utc, host = outcome
+    core_cpu_s: float = 0.0
+
+    def _record(self, spec: RunSpec, outcome: tuple[str, float, str, str, bytes]) -> RunRecord:
+        """A run from a Dask worker: its series come back as the core wrote them."""
+        text, wall_s, started_utc, host, series = outcome
         result = RunResult.from_json(
             text,
             wall_s=float(wall_s),
@@ -245,15 +347,15 @@ class _Drive:
             run_info=RunProvenance(str(host), str(started_utc), float(wall_s)),
             git_commit=self.build.git_commit,
         )
-        if result.model_version != spec.model_version:
-            # a Dask worker with another tcplab: its numbers are not this key's
-            raise ScenarioError(
-                f"{host}: simulated with model version {result.model_version}, this tcplab "
-                f"has {spec.model_version}; allowed: the same tcplab on every worker"
-            )
-        return RunRecord(spec.key, spec.variant, spec.params, spec.normalized, result)
+        _check_model(spec, result, str(host))
+        name = _store_series(self.committer.store, spec, result, io.BytesIO(series))
+        return RunRecord(spec.key, spec.variant, spec.params, spec.normalized, result, name)
 
-    def __call__(self, pool: _Executor, workers: int, stop_after: int | None) -> tuple[int, bool]:
+    def __call__(
+        self, pool: _Executor, workers: int, stop_after: int | None, local: Store | None
+    ) -> tuple[int, bool]:
+        """Run the grid on `pool`: in this process when `local` is the store (the workers
+        write the series there), else on Dask workers."""
         window = 4 * workers
         queue: Iterator[RunSpec] = iter(self.todo)
         in_flight: dict[Any, RunSpec] = {}
@@ -271,7 +373,10 @@ class _Drive:
                 spec = next(queue, None)
                 if spec is None:
                     return
-                fut = pool.submit(run_normalized, json.dumps(spec.normalized))
+                if local is not None:
+                    fut = pool.submit(run_local, spec, local, self.build)
+                else:
+                    fut = pool.submit(run_normalized, json.dumps(spec.normalized))
                 in_flight[fut] = spec
 
         interrupted = False
@@ -282,7 +387,12 @@ class _Drive:
             while in_flight:
                 for fut in _wait_any(in_flight):
                     spec = in_flight.pop(fut)
-                    self.committer.add(self._record(spec, fut.result()))
+                    if local is not None:
+                        finished: _Finished = fut.result()
+                        self.core_cpu_s += finished.core_cpu_s or 0.0
+                        self.committer.add(finished.record)
+                    else:
+                        self.committer.add(self._record(spec, fut.result()))
                     ran += 1
                     if prog is not None and task is not None:
                         rate = ran / max(time.perf_counter() - t0, 1e-9)

@@ -1,8 +1,9 @@
 """`python -m tcplab.tools.bench` (`make bench`): wall-clock speed on the two GEO benchmarks, a
-GEO path through a distributed split-TCP PEP, the throughput of a parallel sweep, how long
-`tcplab --version`, `--help` and `run --help` take to start and `tcplab run` takes on the GEO
-scenario as a whole process, and the scaling table (`scaling`: cost per delivered packet
-against flows, link rate and run length).
+GEO path through a distributed split-TCP PEP, how long `tcplab --version`, `--help` and
+`run --help` take to start and `tcplab run` takes on the GEO scenario as a whole process, the
+scaling table (`scaling`: cost per delivered packet against flows, link rate and run
+length) and a published study end to end with its report (`studybench`: runs per second,
+the share of the sweep spent in the core, the report's time).
 
 Each scenario runs `--repeat` times one after the other (never in parallel, so runs do not
 compete for cores); the best wall time is reported, as is usual for benchmarks, because noise
@@ -31,9 +32,9 @@ from ..results.parse import RunResult
 from ..results.provenance import git_commit
 from ..runner import run_scenario
 from ..scenario.load import load_scenario
-from ..units import parse_duration_ns
 from .demo import builtin_scenario
 from .scaling import print_scaling, run_scaling
+from .studybench import print_study_benchmarks, run_study_benchmarks
 
 NS3_GEO4_WALL_S: Final = (12.0, 20.0)  # for 600 s simulated
 NS3_GEO50_DELIVERED_PKTS_PER_S: Final = 360.0
@@ -75,9 +76,6 @@ PEP_GEO: Final[dict[str, Any]] = {
     },
     "flows": [{"cca": "cubic", "pep": {"cca": "hybla", "initial_window": 10}}],
 }
-
-#: The sweep benchmark: one variant of geo-leaky at full length, one seed (96 runs).
-SWEEP_STUDY: Final = "geo-leaky"
 
 
 @dataclass(frozen=True)
@@ -131,48 +129,6 @@ def run_benchmarks(repeat: int, duration: str | None) -> list[BenchRow]:
     pep = load_scenario(PEP_GEO, [] if duration is None else [("duration", duration)])
     rows.append(_row("pep-geo-bulk", [run_scenario(pep) for _ in range(repeat)]))
     return rows
-
-
-@dataclass(frozen=True)
-class SweepBench:
-    study: str
-    runs: int
-    jobs: int
-    wall_s: float
-    runs_per_s: float
-    simulated_s_per_wall_s: float
-
-
-def run_sweep_benchmark(duration: str | None) -> SweepBench:
-    """Runs per second of a parallel sweep into a fresh database (simulation, series and
-    DuckDB commits included): the first variant of geo-leaky, one seed."""
-    import tempfile
-
-    from ..study.grid import load_study, study_from_dict
-    from ..study.presets import presets
-    from ..study.store import Store
-    from ..study.sweep import run_study
-
-    study = load_study(presets()[SWEEP_STUDY][0])
-    raw: dict[str, Any] = dict(study.base)
-    raw["sweep"] = {a.path: list(a.values) for a in study.axes}
-    raw["sweep"]["repetitions"] = 1
-    if duration is not None:
-        raw["duration"] = duration
-    raw["study"] = {"name": f"bench-{study.name}"}
-    small = study_from_dict(raw, default_name=study.name, base_dir=study.base_dir)
-    jobs = os.cpu_count() or 1
-    with tempfile.TemporaryDirectory() as tmp:
-        summary = run_study(small, Store(Path(tmp) / "bench.duckdb"), jobs=jobs, progress=False)
-    simulated_s = summary.ran * parse_duration_ns(raw["duration"]) / 1e9
-    return SweepBench(
-        study=f"{study.name} (1 variant, 1 seed)",
-        runs=summary.ran,
-        jobs=jobs,
-        wall_s=summary.wall_s,
-        runs_per_s=summary.runs_per_s,
-        simulated_s_per_wall_s=simulated_s / summary.wall_s,
-    )
 
 
 @dataclass(frozen=True)
@@ -253,7 +209,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="runs per scenario (best counts)")
     parser.add_argument("--duration", default=None, help='simulated time (default "600s")')
     parser.add_argument("--out", default="bench-out", help="directory for bench.json")
-    parser.add_argument("--no-sweep", action="store_true", help="skip the sweep benchmark")
+    parser.add_argument(
+        "--no-study",
+        action="store_true",
+        help="skip the study benchmarks (geo-leaky end to end: several minutes)",
+    )
+    parser.add_argument(
+        "--short-study",
+        action="store_true",
+        help="only the 60 s, one-seed variant of the study benchmark",
+    )
     parser.add_argument(
         "--no-scaling", action="store_true", help="skip the scaling table (about a minute)"
     )
@@ -280,13 +245,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     scaling = [] if args.no_scaling else run_scaling(args.duration)
     if scaling:
         print_scaling(scaling)
-    sweep = None if args.no_sweep else run_sweep_benchmark(args.duration)
-    if sweep is not None:
-        print(
-            f"sweep {sweep.study}: {sweep.runs} runs on {sweep.jobs} jobs in {sweep.wall_s:.1f} s"
-            f" = {sweep.runs_per_s:.1f} runs/s ({sweep.simulated_s_per_wall_s:,.0f} simulated s"
-            " per wall s, database writes included)"
-        )
+    studies = (
+        []
+        if args.no_study
+        else run_study_benchmarks(full=not args.short_study, duration=args.duration)
+    )
+    if studies:
+        print_study_benchmarks(studies)
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     report = {
@@ -299,7 +264,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "cpu_count": os.cpu_count(),
         "repeat": args.repeat,
         "benchmarks": [asdict(row) for row in rows],
-        "sweep": None if sweep is None else asdict(sweep),
+        "studies": [row.as_dict() for row in studies],
         "geo_run_process_s": geo_process_s,
         "scaling": [point.as_dict() for point in scaling],
         "startup": [{**asdict(row), "above_baseline_s": row.above_baseline_s} for row in startup],

@@ -8,7 +8,9 @@ wall time, and reports the core's event count and delivered bytes from the resul
 a delivered packet is a full segment of the flows' MSS. The peak RSS is the run's own (the
 child resets the kernel's high-water mark just before it) and is reported with the RSS the
 child had then (the interpreter and the extension), so the difference is what the
-simulation held at its peak, its result JSON included. Linux only.
+simulation held at its peak, its result JSON included. The series go where `tcplab run
+--series` sends them: streamed by the core to a file in chunks (a temporary one here), so
+the duration axis shows what a run's memory does with its length. Linux only.
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
 from ..limits import LIMITS
@@ -52,13 +56,14 @@ def status_kib(key):
                 return int(line.split()[1])
 
 text = sys.stdin.read()
+series_path = sys.argv[1]
 # Reset the peak RSS to the current one (Linux >= 4.0), so the peak read after the run is
 # the run's own, not the interpreter's start-up or the reading of the scenario.
 with open("/proc/self/clear_refs", "w") as f:
     f.write("5")
 rss_before_kib = status_kib("VmRSS")
 started = time.process_time()
-out = _core.run_json(text)
+out = _core.run_json_series(text, series_path)
 cpu_s = time.process_time() - started
 peak_kib = status_kib("VmHWM")
 result = json.loads(out)
@@ -144,13 +149,14 @@ def geo(duration: str, interval: str) -> dict[str, Any]:
 
 def measure(axis: str, scenario: dict[str, Any]) -> ScalePoint:
     """Run `scenario` in a fresh interpreter and read its costs."""
-    done = subprocess.run(
-        [sys.executable, "-c", _CHILD],
-        input=json.dumps(scenario),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    with tempfile.TemporaryDirectory(prefix="tcplab-scaling-") as tmp:
+        done = subprocess.run(
+            [sys.executable, "-c", _CHILD, str(Path(tmp) / "run.series")],
+            input=json.dumps(scenario),
+            capture_output=True,
+            text=True,
+            check=True,
+        )
     m = json.loads(done.stdout)
     rate_bps = scenario["bottleneck"]["forward"]["rate_bps"]
     return ScalePoint(

@@ -111,7 +111,13 @@ impl ScenarioConfig {
             return Err(ConfigError::new("flows", "at least one flow is needed"));
         }
         if self.flows.len() > MAX_FLOWS {
-            return Err(ConfigError::new("flows", "more than 100000 flows"));
+            return Err(ConfigError::new(
+                "flows",
+                format!(
+                    "{} flows; allowed: at most {MAX_FLOWS} (the flow limit)",
+                    self.flows.len()
+                ),
+            ));
         }
         for (i, f) in self.flows.iter().enumerate() {
             flow(&format!("flows[{i}]"), f, self.duration_ns)?;

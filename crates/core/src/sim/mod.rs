@@ -19,7 +19,7 @@ use crate::tcp::connection::{Connection, Side, TimerSlot};
 use crate::tcp::ns2;
 use flow::{Flow, FlowKind};
 use relay::RelayIndex;
-use series::SeriesRecorder;
+use series::{SeriesOut, SeriesRecorder};
 
 /// Something that happens at an instant.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -84,11 +84,18 @@ pub struct Simulation {
     pub series: SeriesRecorder,
     pub counters: PacketCounters,
     finished: bool,
+    /// A streamed series failed: the run stops at once (`api` reports why).
+    halted: bool,
 }
 
 impl Simulation {
-    /// Build a simulation from a validated scenario.
+    /// Build a simulation from a validated scenario; its series are kept in memory.
     pub fn new(cfg: ScenarioConfig) -> Result<Simulation, ConfigError> {
+        Simulation::with_series(cfg, SeriesOut::Memory)
+    }
+
+    /// Build a simulation whose series go to `series` (kept, discarded or streamed).
+    pub fn with_series(cfg: ScenarioConfig, series: SeriesOut) -> Result<Simulation, ConfigError> {
         cfg.validate()?;
         let plan = flow::plan(&cfg)?;
         let topo = Topology::build(&cfg, &plan.conn_plans, &plan.udp_flows);
@@ -102,7 +109,7 @@ impl Simulation {
         if interval < end.since(SimTime::ZERO) {
             queue.schedule(SimTime::ZERO + interval, Event::Sample);
         }
-        let series = SeriesRecorder::new(plan.flows.len(), interval);
+        let series = SeriesRecorder::new(plan.flows.len(), interval, series);
         Ok(Simulation {
             cfg,
             queue,
@@ -117,7 +124,18 @@ impl Simulation {
             series,
             counters: PacketCounters::default(),
             finished: false,
+            halted: false,
         })
+    }
+
+    /// Send the series to `out` instead (before the run starts).
+    pub fn set_series(&mut self, out: SeriesOut) {
+        assert_eq!(
+            self.events(),
+            0,
+            "the series' destination is chosen before the run"
+        );
+        self.series = SeriesRecorder::new(self.flows.len(), self.series.interval, out);
     }
 
     /// Events processed so far.
@@ -140,7 +158,7 @@ impl Simulation {
     pub fn run_until(&mut self, t: SimTime) {
         let t = t.min(self.end);
         while let Some(next) = self.queue.peek_time() {
-            if next >= t {
+            if next >= t || self.halted {
                 break;
             }
             let (now, ev) = self.queue.pop().expect("peeked");
@@ -157,6 +175,8 @@ impl Simulation {
             Event::UdpSend { flow } => self.udp_send(now, flow),
             Event::Sample => {
                 self.sample(now);
+                // the series cannot be delivered: the rest of the run would be wasted
+                self.halted = self.series.failed().is_some();
                 let next = now + self.series.interval;
                 if next < self.end {
                     self.queue.schedule(next, Event::Sample);

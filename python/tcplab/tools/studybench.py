@@ -1,0 +1,186 @@
+"""The study benchmarks of `make bench`: a published study end to end as a user runs it
+(`tcplab study run geo-leaky`, sweep, summary table and report), and `tcplab report` alone
+on the study's database.
+
+Each runs in a fresh interpreter, one after the other. The child runs the command through
+the CLI's own entry point and reports, besides its wall time, CPU seconds — what a loaded
+machine (this one has 2 cores shared with other work) disturbs far less than wall time:
+
+- the whole command's CPU time (all threads, from `getrusage`);
+- the sweep's: the process's CPU time while `run_study` runs, and the part of it the
+  worker threads spent inside the core (`SweepSummary.core_cpu_s`, each thread's own CPU
+  clock around the core call) — their ratio is the share of the sweep that is simulation;
+- the report's (`write_report`), and the sweep's runs per second of wall time.
+
+The child observes the sweep and the report by wrapping the two functions the CLI calls,
+without changing what they do.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Final
+
+#: The child: runs `tcplab ARGS...` and prints one JSON line of measurements.
+_CHILD: Final = """
+import json, resource, sys, time
+
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+seen = {"sweeps": []}
+started_wall, started_cpu = time.perf_counter(), cpu()
+import tcplab.present.report as report
+import tcplab.study.sweep as sweep
+
+run_study, write_report = sweep.run_study, report.write_report
+
+def timed_sweep(*args, **kwargs):
+    w, c = time.perf_counter(), cpu()
+    summary = run_study(*args, **kwargs)
+    seen["sweeps"].append({
+        "wall_s": time.perf_counter() - w, "cpu_s": cpu() - c, "ran": summary.ran,
+        "core_cpu_s": summary.core_cpu_s})
+    return summary
+
+def timed_report(*args, **kwargs):
+    w, c = time.perf_counter(), cpu()
+    out = write_report(*args, **kwargs)
+    seen["report"] = {"wall_s": time.perf_counter() - w, "cpu_s": cpu() - c}
+    return out
+
+sweep.run_study, report.write_report = timed_sweep, timed_report
+from tcplab.cli.main import main
+status = main(sys.argv[1:])
+seen.update(status=status, wall_s=time.perf_counter() - started_wall, cpu_s=cpu() - started_cpu)
+print(json.dumps(seen))
+"""
+
+
+@dataclass(frozen=True)
+class StudyBench:
+    """One command's measurements (see the module note); times in seconds."""
+
+    command: str
+    runs: int
+    wall_s: float
+    cpu_s: float
+    sweep_wall_s: float
+    sweep_cpu_s: float
+    core_cpu_s: float
+    report_wall_s: float
+    report_cpu_s: float
+
+    @property
+    def core_share(self) -> float:
+        """Share of the sweep's CPU time spent inside the core."""
+        return self.core_cpu_s / self.sweep_cpu_s if self.sweep_cpu_s > 0 else float("nan")
+
+    @property
+    def runs_per_s(self) -> float:
+        return self.runs / self.sweep_wall_s if self.sweep_wall_s > 0 else float("nan")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "core_share": self.core_share, "runs_per_s": self.runs_per_s}
+
+
+def _child(argv: Sequence[str], cwd: Path) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, *argv],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=cwd,
+    )
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"tcplab {' '.join(argv)}: {done.stderr.strip()[-500:]}")
+    out: dict[str, Any] = json.loads(lines[-1])
+    if out.get("status") != 0:
+        raise RuntimeError(f"tcplab {' '.join(argv)}: exit {out.get('status')}")
+    return out
+
+
+def measure(argv: Sequence[str], cwd: Path) -> StudyBench:
+    """Run `tcplab ARGV` in a fresh interpreter in `cwd` and read its measurements."""
+    m = _child(argv, cwd)
+    sweeps = m.get("sweeps", [])
+    report = m.get("report") or {"wall_s": 0.0, "cpu_s": 0.0}
+    return StudyBench(
+        command="tcplab " + " ".join(argv),
+        runs=sum(s["ran"] for s in sweeps),
+        wall_s=m["wall_s"],
+        cpu_s=m["cpu_s"],
+        sweep_wall_s=sum(s["wall_s"] for s in sweeps),
+        sweep_cpu_s=sum(s["cpu_s"] for s in sweeps),
+        core_cpu_s=sum(s["core_cpu_s"] or 0.0 for s in sweeps),
+        report_wall_s=report["wall_s"],
+        report_cpu_s=report["cpu_s"],
+    )
+
+
+#: The published study of the benchmark, and its cheap variant (one seed of 60 s runs).
+STUDY: Final = "geo-leaky"
+SHORT: Final = ("--duration", "60s", "--repetitions", "1")
+
+
+def run_study_benchmarks(
+    full: bool = True, jobs: int | None = None, duration: str | None = None
+) -> list[StudyBench]:
+    """The study's 60 s variant end to end; with `full`, the whole study (2,880 runs of
+    600 s) end to end and then `tcplab report` alone on its database. `duration` replaces
+    both runs' lengths (a quick check of the benchmark itself)."""
+    jobs_args = ["--jobs", str(jobs or os.cpu_count() or 1)]
+    short = [*SHORT[:1], duration, *SHORT[2:]] if duration else list(SHORT)
+    whole = ["--duration", duration] if duration else []
+    out = []
+    with tempfile.TemporaryDirectory(prefix="tcplab-bench-") as tmp:
+        cwd = Path(tmp)
+        base = ["study", "run", STUDY, "--no-progress", *jobs_args]
+        out.append(measure([*base, *short, "--db", "short.duckdb"], cwd))
+        if full:
+            out.append(measure([*base, *whole, "--db", "full.duckdb"], cwd))
+            out.append(measure(["report", "full.duckdb", "-o", "again.html"], cwd))
+    return out
+
+
+def print_study_benchmarks(rows: Sequence[StudyBench]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(
+        title="studies end to end (CPU seconds: this machine's 2 cores are shared, so wall "
+        "times vary with the load)"
+    )
+    headers = (
+        "command",
+        "runs",
+        "wall s",
+        "CPU s",
+        "sweep runs/s",
+        "core share of sweep CPU",
+        "report wall s",
+        "report CPU s",
+    )
+    for header in headers:
+        table.add_column(header, justify="left" if header == "command" else "right")
+    for r in rows:
+        table.add_row(
+            r.command,
+            f"{r.runs:,}",
+            f"{r.wall_s:.1f}",
+            f"{r.cpu_s:.1f}",
+            f"{r.runs_per_s:.1f}" if r.runs else "-",
+            f"{100 * r.core_share:.0f} %" if r.runs else "-",
+            f"{r.report_wall_s:.2f}",
+            f"{r.report_cpu_s:.2f}",
+        )
+    Console(highlight=False, width=None if sys.stdout.isatty() else 200).print(table)
