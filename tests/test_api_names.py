@@ -57,7 +57,7 @@ DIMENSIONLESS = {
     # identifiers and versions
     "id", "seed", "model_version",
     # counts of events, packets or segments
-    "events", "count", "retransmits", "rto_count", "fast_recoveries", "spurious_undos",
+    "events", "count", "intervals", "retransmits", "rto_count", "fast_recoveries", "spurious_undos",
     "segments_sent", "packets_sent", "packets_received", "packets_tx", "queue_drops",
     "error_drops", "ecn_marks", "outage_drops", "aqm_drops",
     # byte counts (the unit leads the name, as in the core's JSON)
