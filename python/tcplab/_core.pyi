@@ -7,6 +7,8 @@ __all__ = [
     "model_version",
     "path_json",
     "run_json",
+    "run_traced_json",
+    "trace_format_json",
 ]
 
 def run_json(scenario_json: str) -> str:
@@ -14,6 +16,17 @@ def run_json(scenario_json: str) -> str:
 
     Raises ValueError with a one-line message when the scenario is invalid.
     """
+
+def run_traced_json(scenario_json: str, trace_json: str) -> tuple[str, str]:
+    """Run one simulation with packet captures and/or an event log (`trace_json`, see
+    docs/interface.md); returns the result JSON and the JSON report of the files written.
+
+    Raises ValueError with a one-line message for invalid input or an unwritable file.
+    """
+
+def trace_format_json() -> str:
+    """The formats of the trace outputs as JSON text: the event log's record layout and
+    names (`events`), `default_snaplen_bytes` and `max_snaplen_bytes`."""
 
 def ccas_json() -> str:
     """The catalogue of built-in congestion-control algorithms as JSON text."""

@@ -4,6 +4,7 @@
 //! and reported as an error.
 use crate::cc;
 use crate::scenario::{ConfigError, ScenarioConfig};
+use crate::sim::trace::{TraceReport, TraceSpec, Tracer};
 use crate::sim::Simulation;
 
 pub use crate::result::{
@@ -18,14 +19,27 @@ pub fn run(cfg: ScenarioConfig) -> Result<RunResult, ConfigError> {
     Ok(summarize(&sim))
 }
 
-/// Run a normalized scenario (JSON text) and return the result as JSON text. Errors are
-/// one-line messages; internal panics are caught and reported, never propagated.
-pub fn run_json(text: &str) -> Result<String, String> {
-    let cfg = ScenarioConfig::from_json(text).map_err(|e| e.0)?;
-    let outcome = std::panic::catch_unwind(move || run(cfg));
-    match outcome {
-        Ok(Ok(r)) => serde_json::to_string(&r).map_err(|e| format!("internal error: {e}")),
-        Ok(Err(e)) => Err(e.0),
+/// Run a scenario observed by the packet captures and event log `spec` asks for; the
+/// result is bit-identical to `run`'s.
+pub fn run_traced(
+    cfg: ScenarioConfig,
+    spec: &TraceSpec,
+) -> Result<(RunResult, TraceReport), String> {
+    let mut sim = Simulation::new(cfg).map_err(|e| e.0)?;
+    let tracer = Tracer::new(spec, &sim)?;
+    sim.set_tracer(tracer);
+    sim.run();
+    let report = sim.take_tracer().map(Tracer::finish).transpose()?;
+    let report = report.expect("the tracer was set before the run");
+    Ok((summarize(&sim), report))
+}
+
+/// `f` with its panics caught: an internal error is reported in one line, never propagated.
+fn catching<T>(
+    f: impl FnOnce() -> Result<T, String> + std::panic::UnwindSafe,
+) -> Result<T, String> {
+    match std::panic::catch_unwind(f) {
+        Ok(r) => r,
         Err(p) => {
             let msg = p
                 .downcast_ref::<&str>()
@@ -35,6 +49,40 @@ pub fn run_json(text: &str) -> Result<String, String> {
             Err(format!("internal error in the simulation core: {msg}"))
         }
     }
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> Result<String, String> {
+    serde_json::to_string(v).map_err(|e| format!("internal error: {e}"))
+}
+
+/// Run a normalized scenario (JSON text) and return the result as JSON text. Errors are
+/// one-line messages; internal panics are caught and reported, never propagated.
+pub fn run_json(text: &str) -> Result<String, String> {
+    let cfg = ScenarioConfig::from_json(text).map_err(|e| e.0)?;
+    catching(move || run(cfg).map_err(|e| e.0).and_then(|r| to_json(&r)))
+}
+
+/// `run_json` with packet captures and an event log: `trace` is a `TraceSpec` as JSON text.
+/// Returns the result JSON and what was written (a `TraceReport` as JSON).
+pub fn run_traced_json(text: &str, trace: &str) -> Result<(String, String), String> {
+    let cfg = ScenarioConfig::from_json(text).map_err(|e| e.0)?;
+    let spec: TraceSpec = serde_json::from_str(trace).map_err(|e| format!("trace: {e}"))?;
+    catching(move || {
+        let (result, report) = run_traced(cfg, &spec)?;
+        Ok((to_json(&result)?, to_json(&report)?))
+    })
+}
+
+/// The formats of trace outputs as JSON: the event log's record layout and names
+/// (`sim::trace::events::format_json`), the capture's snap-length default and maximum.
+pub fn trace_format_json() -> String {
+    use crate::sim::trace::{DEFAULT_SNAPLEN_BYTES, MAX_SNAPLEN_BYTES};
+    serde_json::json!({
+        "events": crate::sim::trace::events::format_json(),
+        "default_snaplen_bytes": DEFAULT_SNAPLEN_BYTES,
+        "max_snaplen_bytes": MAX_SNAPLEN_BYTES,
+    })
+    .to_string()
 }
 
 /// The algorithm catalogue as JSON text: each entry's name, summary, feedback, reference

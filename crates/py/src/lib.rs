@@ -17,6 +17,24 @@ fn run_json(py: Python<'_>, scenario_json: &str) -> PyResult<String> {
         .map_err(PyValueError::new_err)
 }
 
+/// Run one simulation observed by packet captures and an event log: `trace_json` is the
+/// trace specification (see `docs/interface.md`). Returns the result JSON and the JSON
+/// report of what was written. Invalid input or an unwritable file raises `ValueError`
+/// with a one-line message.
+#[pyfunction]
+fn run_traced_json(py: Python<'_>, scenario_json: &str, trace_json: &str) -> PyResult<(String, String)> {
+    let (text, trace) = (scenario_json.to_owned(), trace_json.to_owned());
+    py.detach(move || tcplab_core::api::run_traced_json(&text, &trace))
+        .map_err(PyValueError::new_err)
+}
+
+/// The formats of the trace outputs (event-log record layout and names, snap lengths) as
+/// JSON text.
+#[pyfunction]
+fn trace_format_json() -> String {
+    tcplab_core::api::trace_format_json()
+}
+
 /// Catalogue of the built-in congestion-control algorithms as JSON text.
 #[pyfunction]
 fn ccas_json() -> String {
@@ -53,6 +71,8 @@ fn model_version() -> u32 {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_json, m)?)?;
+    m.add_function(wrap_pyfunction!(run_traced_json, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_format_json, m)?)?;
     m.add_function(wrap_pyfunction!(ccas_json, m)?)?;
     m.add_function(wrap_pyfunction!(limits_json, m)?)?;
     m.add_function(wrap_pyfunction!(path_json, m)?)?;
