@@ -22,7 +22,11 @@ fn run_json(py: Python<'_>, scenario_json: &str) -> PyResult<String> {
 /// report of what was written. Invalid input or an unwritable file raises `ValueError`
 /// with a one-line message.
 #[pyfunction]
-fn run_traced_json(py: Python<'_>, scenario_json: &str, trace_json: &str) -> PyResult<(String, String)> {
+fn run_traced_json(
+    py: Python<'_>,
+    scenario_json: &str,
+    trace_json: &str,
+) -> PyResult<(String, String)> {
     let (text, trace) = (scenario_json.to_owned(), trace_json.to_owned());
     py.detach(move || tcplab_core::api::run_traced_json(&text, &trace))
         .map_err(PyValueError::new_err)
