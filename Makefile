@@ -44,6 +44,12 @@ system-deps:
 	  apt-get install -y -q iperf3 >/dev/null 2>&1 || \
 	  { apt-get update -q >/dev/null && apt-get install -y -q iperf3 >/dev/null; } || \
 	  echo "warning: could not install iperf3; the real-stack tests will be skipped"; }
+	@command -v tcpdump >/dev/null 2>&1 || { \
+	  echo "installing Debian tcpdump (tcplab emulate --pcap)"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get install -y -q tcpdump >/dev/null 2>&1 || \
+	  { apt-get update -q >/dev/null && apt-get install -y -q tcpdump >/dev/null; } || \
+	  echo "warning: could not install tcpdump; the emulate capture test will be skipped"; }
 	@command -v tshark >/dev/null 2>&1 || { \
 	  echo "installing Debian tshark (Wireshark's dissector checks the pcapng traces)"; \
 	  export DEBIAN_FRONTEND=noninteractive; \

@@ -6,6 +6,7 @@ __all__ = [
     "limits_json",
     "model_version",
     "path_json",
+    "pcap_to_pcapng",
     "run_json",
     "run_traced_json",
     "trace_format_json",
@@ -22,6 +23,15 @@ def run_traced_json(scenario_json: str, trace_json: str) -> tuple[str, str]:
     docs/interface.md); returns the result JSON and the JSON report of the files written.
 
     Raises ValueError with a one-line message for invalid input or an unwritable file.
+    """
+
+def pcap_to_pcapng(
+    src: str, dst: str, t0_ns: int, if_name: str, if_description: str, comment: str
+) -> int:
+    """Rewrite a classic pcap capture (tcpdump's) as pcapng with times from `t0_ns` (ns since
+    the epoch) and the capture point's name; returns the frames written.
+
+    Raises ValueError with a one-line message for an unreadable or unwritable file.
     """
 
 def trace_format_json() -> str:

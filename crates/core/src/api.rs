@@ -73,6 +73,32 @@ pub fn run_traced_json(text: &str, trace: &str) -> Result<(String, String), Stri
     })
 }
 
+/// Rewrite a real-stack capture (classic pcap, as `tcpdump -w` writes it) as pcapng named
+/// like the simulator's, its times measured from `t0_ns` (ns since the epoch); returns the
+/// number of frames written (those before `t0_ns` are left out).
+pub fn pcap_to_pcapng(
+    src: &str,
+    dst: &str,
+    t0_ns: u64,
+    if_name: &str,
+    if_description: &str,
+    comment: &str,
+) -> Result<u64, String> {
+    let application = format!("tcplab-core {} (tcpdump capture)", crate::VERSION);
+    let naming = crate::sim::trace::convert::Naming {
+        if_name,
+        if_description,
+        comment,
+        application: &application,
+    };
+    crate::sim::trace::convert::pcap_to_pcapng(
+        std::path::Path::new(src),
+        std::path::Path::new(dst),
+        t0_ns,
+        &naming,
+    )
+}
+
 /// The formats of trace outputs as JSON: the event log's record layout and names
 /// (`sim::trace::events::format_json`), the capture's snap-length default and maximum.
 pub fn trace_format_json() -> String {

@@ -39,6 +39,25 @@ fn trace_format_json() -> String {
     tcplab_core::api::trace_format_json()
 }
 
+/// Rewrite a classic pcap capture (tcpdump's) as pcapng with times from `t0_ns` (ns since
+/// the epoch) and the capture point's name; returns the frames written. An unreadable or
+/// unwritable file raises `ValueError` with a one-line message.
+#[pyfunction]
+fn pcap_to_pcapng(
+    py: Python<'_>,
+    src: &str,
+    dst: &str,
+    t0_ns: u64,
+    if_name: &str,
+    if_description: &str,
+    comment: &str,
+) -> PyResult<u64> {
+    py.detach(|| {
+        tcplab_core::api::pcap_to_pcapng(src, dst, t0_ns, if_name, if_description, comment)
+    })
+    .map_err(PyValueError::new_err)
+}
+
 /// Catalogue of the built-in congestion-control algorithms as JSON text.
 #[pyfunction]
 fn ccas_json() -> String {
@@ -77,6 +96,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_json, m)?)?;
     m.add_function(wrap_pyfunction!(run_traced_json, m)?)?;
     m.add_function(wrap_pyfunction!(trace_format_json, m)?)?;
+    m.add_function(wrap_pyfunction!(pcap_to_pcapng, m)?)?;
     m.add_function(wrap_pyfunction!(ccas_json, m)?)?;
     m.add_function(wrap_pyfunction!(limits_json, m)?)?;
     m.add_function(wrap_pyfunction!(path_json, m)?)?;

@@ -26,9 +26,9 @@
 //!
 //! Every flow gets its own addresses: the data sender 10.H.M.L and the receiver
 //! 10.(128+H).M.L for flow number n = index + 1 = H·65536 + M·256 + L. The side that opens
-//! the connection (a bulk sender, iperf-like; a file client) uses port n mod 10000 above
-//! `EPHEMERAL_PORT_BASE`, the side that listens `LISTEN_PORT` (both away from ports
-//! Wireshark has a dissector for, which would try to parse the zeros). Every leg of a flow split by PEPs has
+//! the connection (a bulk sender, iperf-like; a file client) uses port n mod 4000 above
+//! `EPHEMERAL_PORT_BASE`, the side that listens `LISTEN_PORT`: ports no Wireshark 4.0
+//! dissector claims for TCP or UDP, so the zeros of the payload stay undissected data. Every leg of a flow split by PEPs has
 //! the same four-tuple, as with a transparent PEP. IP identification is 0 with DF set
 //! (RFC 6864: atomic datagrams), TTL 64.
 use crate::net::packet::{flags, PacketHead, PacketKind, SackBlock};
@@ -41,10 +41,11 @@ const IP_BYTES: usize = 20;
 const TCP_BYTES: usize = 20;
 /// UDP header.
 const UDP_BYTES: usize = 8;
-/// The listening side's port (unassigned by IANA; no Wireshark dissector claims it).
-pub const LISTEN_PORT: u16 = 47_000;
-/// The opening side's port is this plus the flow number modulo 10000.
+/// The listening side's port.
+pub const LISTEN_PORT: u16 = 46_000;
+/// The opening side's port is this plus the flow number modulo `EPHEMERAL_PORTS`.
 pub const EPHEMERAL_PORT_BASE: u16 = 50_000;
+pub const EPHEMERAL_PORTS: u32 = 4_000;
 /// Linux's timestamp clock: 1 ms per tick (`TCP_TS_HZ`).
 const TS_TICK_NS: u64 = 1_000_000;
 
@@ -135,7 +136,7 @@ pub fn flow_addresses(index: u32) -> ([u8; 4], [u8; 4], u16) {
     (
         [10, h, m, l],
         [10, 128 | h, m, l],
-        EPHEMERAL_PORT_BASE + (n % 10_000) as u16,
+        EPHEMERAL_PORT_BASE + (n % EPHEMERAL_PORTS) as u16,
     )
 }
 

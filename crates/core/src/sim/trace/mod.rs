@@ -23,6 +23,7 @@
 //! takes the flows and the window. Tracing only reads the simulation's state: the
 //! initial sequence numbers come from random substreams of their own, and a traced run's
 //! results are bit-identical to an untraced one's.
+pub mod convert;
 pub mod events;
 pub mod frame;
 pub mod pcapng;
