@@ -26,10 +26,18 @@ def run_traced_json(scenario_json: str, trace_json: str) -> tuple[str, str]:
     """
 
 def pcap_to_pcapng(
-    src: str, dst: str, t0_ns: int, if_name: str, if_description: str, comment: str
+    src: str,
+    dst: str,
+    t0_ns: int,
+    from_ns: int,
+    to_ns: int,
+    if_name: str,
+    if_description: str,
+    comment: str,
 ) -> int:
     """Rewrite a classic pcap capture (tcpdump's) as pcapng with times from `t0_ns` (ns since
-    the epoch) and the capture point's name; returns the frames written.
+    the epoch), the frames in `[from_ns, to_ns)` of that time, and the capture point's name;
+    returns the frames written.
 
     Raises ValueError with a one-line message for an unreadable or unwritable file.
     """

@@ -75,11 +75,14 @@ pub fn run_traced_json(text: &str, trace: &str) -> Result<(String, String), Stri
 
 /// Rewrite a real-stack capture (classic pcap, as `tcpdump -w` writes it) as pcapng named
 /// like the simulator's, its times measured from `t0_ns` (ns since the epoch); returns the
-/// number of frames written (those before `t0_ns` are left out).
+/// number of frames written (those outside `[from_ns, to_ns)` of that time are left out).
+#[allow(clippy::too_many_arguments)]
 pub fn pcap_to_pcapng(
     src: &str,
     dst: &str,
     t0_ns: u64,
+    from_ns: u64,
+    to_ns: u64,
     if_name: &str,
     if_description: &str,
     comment: &str,
@@ -95,6 +98,7 @@ pub fn pcap_to_pcapng(
         std::path::Path::new(src),
         std::path::Path::new(dst),
         t0_ns,
+        (from_ns, to_ns),
         &naming,
     )
 }

@@ -40,20 +40,33 @@ fn trace_format_json() -> String {
 }
 
 /// Rewrite a classic pcap capture (tcpdump's) as pcapng with times from `t0_ns` (ns since
-/// the epoch) and the capture point's name; returns the frames written. An unreadable or
-/// unwritable file raises `ValueError` with a one-line message.
+/// the epoch), the frames in `[from_ns, to_ns)` of that time, and the capture point's name;
+/// returns the frames written. An unreadable or unwritable file raises `ValueError` with a
+/// one-line message.
 #[pyfunction]
+#[allow(clippy::too_many_arguments)]
 fn pcap_to_pcapng(
     py: Python<'_>,
     src: &str,
     dst: &str,
     t0_ns: u64,
+    from_ns: u64,
+    to_ns: u64,
     if_name: &str,
     if_description: &str,
     comment: &str,
 ) -> PyResult<u64> {
     py.detach(|| {
-        tcplab_core::api::pcap_to_pcapng(src, dst, t0_ns, if_name, if_description, comment)
+        tcplab_core::api::pcap_to_pcapng(
+            src,
+            dst,
+            t0_ns,
+            from_ns,
+            to_ns,
+            if_name,
+            if_description,
+            comment,
+        )
     })
     .map_err(PyValueError::new_err)
 }

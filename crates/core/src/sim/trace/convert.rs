@@ -1,7 +1,8 @@
 //! A classic pcap file (what `tcpdump -w` writes, µs or ns timestamps, either byte order)
 //! rewritten as this module's pcapng: the same frames, with time measured from a given
 //! instant (a real-stack run's start, so its captures line up with a simulation's) and the
-//! capture point named as the simulator names it. Frames before that instant are left out.
+//! capture point named as the simulator names it. Frames outside a time window (from that
+//! instant) are left out, as a simulation's trace window leaves them out.
 use super::pcapng::{Header, PcapngWriter};
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read};
@@ -28,11 +29,13 @@ fn read_exact_or_eof<R: Read>(r: &mut R, buf: &mut [u8]) -> std::io::Result<bool
 }
 
 /// Rewrite `src` (classic pcap) as pcapng `dst`, times relative to `t0_ns` (ns since the
-/// epoch); returns the frames written. Errors are one line naming the file.
+/// epoch), keeping the frames in `[window.0, window.1)` of that time; returns the frames
+/// written. Errors are one line naming the file.
 pub fn pcap_to_pcapng(
     src: &Path,
     dst: &Path,
     t0_ns: u64,
+    window: (u64, u64),
     naming: &Naming<'_>,
 ) -> Result<u64, String> {
     let bad = |why: String| format!("{}: {why}", src.display());
@@ -83,8 +86,9 @@ pub fn pcap_to_pcapng(
         data.resize(cap, 0);
         r.read_exact(&mut data)
             .map_err(|e| bad(format!("truncated ({e})")))?;
-        if t >= t0_ns {
-            w.packet(t - t0_ns, &data, orig, None).map_err(werr)?;
+        let rel = t.wrapping_sub(t0_ns);
+        if t >= t0_ns && (window.0..window.1).contains(&rel) {
+            w.packet(rel, &data, orig, None).map_err(werr)?;
         }
     }
     let packets = w.packets;
@@ -120,7 +124,7 @@ mod tests {
             application: "",
         };
         // Time zero at 11 s: the first frame is left out, the second is at 1.5 s.
-        let n = pcap_to_pcapng(&src, &dst, 11_000_000_000, &naming).unwrap();
+        let n = pcap_to_pcapng(&src, &dst, 11_000_000_000, (0, u64::MAX), &naming).unwrap();
         assert_eq!(n, 1);
         let out = std::fs::read(&dst).unwrap();
         let epb = out.len() - 36;
@@ -132,6 +136,9 @@ mod tests {
         let idb = 32;
         assert_eq!(&out[idb + 8..idb + 10], &101u16.to_le_bytes());
         assert_eq!(&out[idb + 12..idb + 16], &96u32.to_le_bytes());
+        // A window ending at 1.5 s leaves it out too.
+        let n = pcap_to_pcapng(&src, &dst, 11_000_000_000, (0, 1_500_000_000), &naming).unwrap();
+        assert_eq!(n, 0);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
