@@ -82,6 +82,7 @@ def run_normalized(normalized: Mapping[str, Any], trace: Trace | None = None) ->
 
 def _run_traced(normalized: Mapping[str, Any], trace: Trace) -> RunResult:
     from .scenario.normalize import scenario_hash
+    from .scenario.topology import segments
     from .trace.request import TraceOutput, prepare
 
     comment = (
@@ -89,7 +90,8 @@ def _run_traced(normalized: Mapping[str, Any], trace: Trace) -> RunResult:
         f"{scenario_hash(normalized)}, seed {normalized.get('seed')}, model version "
         f"{_core.model_version()}"
     )
-    prepared = prepare(trace, comment)
+    names = [s.name for s in segments(normalized)] or ["bottleneck"]
+    prepared = prepare(trace, comment, names, len(normalized["flows"]))
     started_utc = utc_now()
     started = time.perf_counter()
     try:

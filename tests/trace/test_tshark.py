@@ -134,7 +134,8 @@ def test_wireshark_parses_every_frame_and_every_checksum_is_correct(
         "frame.cap_len",
         "frame.len",
     )
-    (capture,) = [c for c in result.trace.captures if c.path.name == side]  # type: ignore[union-attr]
+    assert result.trace is not None
+    (capture,) = [c for c in result.trace.captures if c.path.name == side]
     assert len(rows) == capture.packets > 1000
     for protocols, ip_ok, tcp_ok, udp_ok, malformed, severity, cap, wire in rows:
         # a payload, zeros, is undissected "data"

@@ -382,7 +382,8 @@ def cmd_plot(args: argparse.Namespace) -> int:
         from ..present.trace_plot import chart_from_run
 
         info = {**store.revision_info(study, revision), "study": study, "revision": revision}
-        c = chart_from_run(args.kind, view_of(runs, info), runs, selection, args.flow, window)
+        view = view_of(runs, info)
+        c = chart_from_run(args.kind, store, view, runs, selection, args.flow, window)
     else:
         c = chart(args.kind, runs, store, selection)
     c.title = f"{c.title} ({study}, revision {revision})"

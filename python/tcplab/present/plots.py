@@ -55,7 +55,7 @@ def chart(
     if spec.kind == "trace":
         from .trace_plot import chart_from_run
 
-        return chart_from_run(name, view, runs, sel, reruns=reruns)
+        return chart_from_run(name, store, view, runs, sel, reruns=reruns)
     return series_chart(spec, view, runs, store, sel)
 
 

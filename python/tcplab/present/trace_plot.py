@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd  # type: ignore[import-untyped]
 
 from ..errors import ScenarioError, field_error
+from ..study.store import Store
 from ..trace.request import SIDES
 from .chart import Chart
 from .study_view import Selection, StudyView, pick_runs
@@ -117,6 +118,7 @@ def _provenance_text(p: Mapping[str, Any]) -> str:
 
 def chart_from_run(
     kind: str,
+    store: Store,
     view: StudyView,
     runs: pd.DataFrame,
     sel: Selection,
@@ -137,7 +139,7 @@ def chart_from_run(
     cache = reruns if reruns is not None else {}
     rerun = cache.get(run_id)
     if rerun is None:
-        rerun = cache[run_id] = Rerun(row.to_dict())
+        rerun = cache[run_id] = Rerun(row.to_dict(), store.scenario_of(run_id))
     try:
         line = str(row.get("line") or "")
         what = f"{view.study} revision {view.revision}" + (f", {line}" if line else "")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -105,11 +106,16 @@ def start(topo: Topology, trace: Trace) -> Capturing:
             if hosts:
                 argv.append(hosts)
             proc = Proc(f"tcpdump {wire.name} {side}", end.netns, argv, None, log)
-            topo.cleanup.push(f"stop {proc.name}", lambda p=proc: p.stop(signal.SIGKILL, 1.0))
+            topo.cleanup.push(f"stop {proc.name}", _stopper(proc))
             taps.append(_Tap(proc, raw, log, wire.name, side))
     for tap in taps:
         _wait_listening(tap)
     return Capturing(taps, prepared.pcap_dir, (int(spec["from_ns"]), spec["to_ns"]))
+
+
+def _stopper(proc: Proc) -> Callable[[], None]:
+    """Kill `proc` at cleanup if it still runs (`finish` stops it properly before)."""
+    return lambda: proc.stop(signal.SIGKILL, 1.0)
 
 
 def _log(tap: _Tap) -> str:

@@ -166,8 +166,8 @@ def emulate_normalized(
 ) -> Emulation:
     """Emulate a normalized scenario (docs/interface.md)."""
     options = options or EmulateOptions()
-    tools = ("tcpdump",) if options.capture is not None else ()
-    features.check_base((*tools, "tcplab-pep") if has_peps(normalized) else tools)
+    needed = ("tcpdump",) if options.capture is not None else ()
+    features.check_base((*needed, "tcplab-pep") if has_peps(normalized) else needed)
     features.check_ccas(kernel_cca_fields(normalized))
     run_id = new_run_id()
     plan = plan_topology(normalized, run_id, _interception(normalized, options, run_id))

@@ -80,6 +80,7 @@ class Topology:
     def start_measurement(self) -> None:
         """The scenario's t = 0 for the emulator's counters, series, outages and traces
         (netem: the qdiscs' counters are read, to be subtracted at the end)."""
+        self.t0_real_ns = time.time_ns()
         if self.emu is not None:
             self.emu.send_signal(signal.SIGUSR1)
         elif self.plan.link == "netem":

@@ -74,9 +74,8 @@ class _Reader:
 
 def _tsresol_ns(value: int) -> float:
     """ns per tick of `if_tsresol` (high bit: a power of 2, else of 10)."""
-    if value & 0x80:
-        return 1e9 / (2 ** (value & 0x7F))
-    return 1e9 / (10 ** (value & 0x7F))
+    base = 2.0 if value & 0x80 else 10.0
+    return 1e9 / base ** (value & 0x7F)
 
 
 def _options(body: bytes, start: int, order: str) -> Iterator[tuple[int, bytes]]:

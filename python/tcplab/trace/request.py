@@ -128,20 +128,34 @@ def _writable_dir(path: Path, option: str) -> Path:
     return path
 
 
-def prepare(trace: Trace, comment: str, *, events_option: str = "--events") -> Prepared:
-    """Check `trace` (one-line errors naming the option) and build the core's specification;
+def prepare(
+    trace: Trace,
+    comment: str,
+    segments: Sequence[str] | None = None,
+    n_flows: int | None = None,
+) -> Prepared:
+    """Check `trace` (one-line errors naming the option; against the scenario's path
+    `segments` and its number of flows when given) and build the core's specification;
     `comment` goes into each capture's section header (what run it is)."""
     fmt = trace_format()
+    if segments is not None:
+        for link in trace.links:
+            if link not in segments:
+                raise field_error("--pcap-link", link, "no such path segment", ", ".join(segments))
+    if n_flows is not None:
+        for f in trace.flows or ():
+            if not 0 <= int(f) < n_flows:
+                raise field_error("--trace-flow", f, "no such flow", f"0 to {n_flows - 1}")
     pcap_dir = _writable_dir(Path(trace.pcap), "--pcap") if trace.pcap is not None else None
     events = events_raw = None
     if trace.events is not None:
         events = Path(trace.events)
         if events.suffix.lower() != ".parquet":
-            raise field_error(events_option, str(events), "unknown file extension", ".parquet")
+            raise field_error("--events", str(events), "unknown file extension", ".parquet")
         if not events.parent.is_dir():
-            raise field_error(events_option, str(events), "directory does not exist")
+            raise field_error("--events", str(events), "directory does not exist")
         if not os.access(events.parent, os.W_OK | os.X_OK):
-            raise field_error(events_option, str(events), "directory is not writable")
+            raise field_error("--events", str(events), "directory is not writable")
         events_raw = events.with_name(events.name + ".raw")
     start = _window_ns(trace.start, "--trace-window start") or 0
     end = _window_ns(trace.end, "--trace-window end")

@@ -10,7 +10,6 @@ stored by another model version (its packets are not this simulator's to reprodu
 
 from __future__ import annotations
 
-import json
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -24,9 +23,10 @@ from .request import SIDES, Trace, capture_name
 
 
 class Rerun:
-    """A stored run (a row of `Store.runs()`), simulated again on demand."""
+    """A stored run (a row of `Store.runs()` and its normalized scenario, `Store.scenario_of`),
+    simulated again on demand."""
 
-    def __init__(self, row: Mapping[str, Any]) -> None:
+    def __init__(self, row: Mapping[str, Any], scenario: Mapping[str, Any] | None) -> None:
         self.run_id = str(row["run_id"])
         model = row.get("model_version")
         if model is None or model != model or int(model) != _core.model_version():
@@ -36,10 +36,9 @@ class Rerun:
                 f"runs {_core.model_version()} and cannot reproduce its packets; allowed: a "
                 "revision run by this version (tcplab sweep --new-revision)"
             )
-        text = row.get("scenario_json")
-        if not text:
+        if not scenario:
             raise ScenarioError(f"run {self.run_id}: its scenario is not stored")
-        self.scenario: dict[str, Any] = json.loads(str(text))
+        self.scenario: dict[str, Any] = dict(scenario)
         self.stored = (float(row["goodput_bps"]), int(row["retransmits"]))
         self._dir = tempfile.TemporaryDirectory(prefix="tcplab-rerun-")
         self.workdir = Path(self._dir.name)
