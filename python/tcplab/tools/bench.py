@@ -1,7 +1,8 @@
 """`python -m tcplab.tools.bench` (`make bench`): wall-clock speed on the two GEO benchmarks, a
 GEO path through a distributed split-TCP PEP, the throughput of a parallel sweep, how long
 `tcplab --version`, `--help` and `run --help` take to start and `tcplab run` takes on the GEO
-scenario as a whole process, and the scaling table (`scaling`: cost per delivered packet
+scenario as a whole process, what packet captures and the event log cost (`trace_bench`),
+and the scaling table (`scaling`: cost per delivered packet
 against flows, link rate and run length).
 
 Each scenario runs `--repeat` times one after the other (never in parallel, so runs do not
@@ -34,6 +35,8 @@ from ..scenario.load import load_scenario
 from ..units import parse_duration_ns
 from .demo import builtin_scenario
 from .scaling import print_scaling, run_scaling
+from .trace_bench import describe as describe_trace
+from .trace_bench import run_trace_benchmark
 
 NS3_GEO4_WALL_S: Final = (12.0, 20.0)  # for 600 s simulated
 NS3_GEO50_DELIVERED_PKTS_PER_S: Final = 360.0
@@ -272,6 +275,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"start-up {row.command}: {row.best_s:.3f} s, {row.above_baseline_s:+.3f} s against "
             f"the interpreter with pydantic ({row.baseline_s:.3f} s); best of 10"
         )
+    trace = run_trace_benchmark(args.repeat, args.duration)
+    print(describe_trace(trace))
     geo_process_s = run_geo_process_benchmark()
     print(
         f"tcplab run geo-sat.toml (600 s simulated), whole process: {geo_process_s:.3f} s"
@@ -301,6 +306,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "benchmarks": [asdict(row) for row in rows],
         "sweep": None if sweep is None else asdict(sweep),
         "geo_run_process_s": geo_process_s,
+        "tracing": {**asdict(trace), "null_ratio": trace.null_ratio},
         "scaling": [point.as_dict() for point in scaling],
         "startup": [{**asdict(row), "above_baseline_s": row.above_baseline_s} for row in startup],
     }
