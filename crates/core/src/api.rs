@@ -104,13 +104,16 @@ pub fn pcap_to_pcapng(
 }
 
 /// The formats of trace outputs as JSON: the event log's record layout and names
-/// (`sim::trace::events::format_json`), the capture's snap-length default and maximum.
+/// (`sim::trace::events::format_json`), the capture's snap-length default and maximum, the
+/// capture points' names (`sides`) and the file name pattern (`capture_file`).
 pub fn trace_format_json() -> String {
-    use crate::sim::trace::{DEFAULT_SNAPLEN_BYTES, MAX_SNAPLEN_BYTES};
+    use crate::sim::trace::{capture_file_name, DEFAULT_SNAPLEN_BYTES, MAX_SNAPLEN_BYTES, SIDES};
     serde_json::json!({
         "events": crate::sim::trace::events::format_json(),
         "default_snaplen_bytes": DEFAULT_SNAPLEN_BYTES,
         "max_snaplen_bytes": MAX_SNAPLEN_BYTES,
+        "sides": SIDES,
+        "capture_file": capture_file_name("{segment}", "{side}"),
     })
     .to_string()
 }

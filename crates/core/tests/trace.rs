@@ -6,26 +6,12 @@ use common::*;
 use std::path::{Path, PathBuf};
 use tcplab_core::api;
 use tcplab_core::scenario::{AppConfig, ScenarioConfig};
-use tcplab_core::sim::trace::TraceSpec;
 
 fn tmpdir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("tcplab-trace-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
-}
-
-fn spec(dir: &Path, events: bool) -> TraceSpec {
-    TraceSpec {
-        pcap_dir: Some(dir.display().to_string()),
-        links: vec![],
-        flows: None,
-        from_ns: 0,
-        to_ns: None,
-        snaplen_bytes: 128,
-        events_path: events.then(|| dir.join("events.bin").display().to_string()),
-        comment: "test".into(),
-    }
 }
 
 /// A lossy GEO run with two flows (one downloading a file) for `secs` seconds.
@@ -95,7 +81,7 @@ fn is_data(e: &Epb) -> bool {
 fn a_traced_run_has_the_untraced_runs_results() {
     let dir = tmpdir("identical");
     let plain = api::run(lossy_geo(60)).unwrap();
-    let (traced, report) = api::run_traced(lossy_geo(60), &spec(&dir, true)).unwrap();
+    let (traced, report) = api::run_traced(lossy_geo(60), &trace_spec(&dir, true)).unwrap();
     assert_eq!(
         serde_json::to_string(&plain).unwrap(),
         serde_json::to_string(&traced).unwrap()
@@ -111,7 +97,7 @@ fn the_sender_side_sees_what_the_segment_lost_and_the_receiver_side_does_not() {
     let dir = tmpdir("sides");
     let cfg = lossy_geo(60);
     let mut sim = tcplab_core::sim::Simulation::new(cfg).unwrap();
-    let tracer = tcplab_core::sim::trace::Tracer::new(&spec(&dir, false), &sim).unwrap();
+    let tracer = tcplab_core::sim::trace::Tracer::new(&trace_spec(&dir, false), &sim).unwrap();
     sim.set_tracer(tracer);
     sim.run();
     sim.take_tracer().unwrap().finish().unwrap();
@@ -153,7 +139,7 @@ fn the_sender_side_sees_what_the_segment_lost_and_the_receiver_side_does_not() {
 #[test]
 fn filters_keep_one_flow_in_a_time_window() {
     let dir = tmpdir("filters");
-    let mut sp = spec(&dir, false);
+    let mut sp = trace_spec(&dir, false);
     sp.flows = Some(vec![1]);
     sp.from_ns = 5_000_000_000;
     sp.to_ns = Some(6_000_000_000);
@@ -175,18 +161,18 @@ fn filters_keep_one_flow_in_a_time_window() {
 #[test]
 fn bad_trace_requests_are_one_line_errors() {
     let dir = tmpdir("errors");
-    let mut sp = spec(&dir, false);
+    let mut sp = trace_spec(&dir, false);
     sp.links = vec!["satellite".into()];
     let e = api::run_traced(lossy_geo(1), &sp).unwrap_err();
     assert_eq!(
         e,
         "trace.links: unknown segment \"satellite\"; allowed: bottleneck"
     );
-    let mut sp = spec(&dir, false);
+    let mut sp = trace_spec(&dir, false);
     sp.flows = Some(vec![7]);
     let e = api::run_traced(lossy_geo(1), &sp).unwrap_err();
     assert_eq!(e, "trace.flows: no flow 7; the scenario has flows 0 to 1");
-    let sp = spec(&dir.join("missing/deeper"), false);
+    let sp = trace_spec(&dir.join("missing/deeper"), false);
     let e = api::run_traced(lossy_geo(1), &sp).unwrap_err();
     assert!(
         e.starts_with("cannot write ") && e.contains("No such file"),
@@ -211,7 +197,7 @@ fn read_events(path: &Path) -> Vec<(u8, u32, u32, u32)> {
 #[test]
 fn the_event_log_counts_what_the_results_count() {
     let dir = tmpdir("events");
-    let (r, _) = api::run_traced(lossy_geo(120), &spec(&dir, true)).unwrap();
+    let (r, _) = api::run_traced(lossy_geo(120), &trace_spec(&dir, true)).unwrap();
     let ev = read_events(&dir.join("events.bin"));
     let names: Vec<String> = serde_json::from_value(
         serde_json::from_str::<serde_json::Value>(&api::trace_format_json()).unwrap()["events"]

@@ -150,6 +150,9 @@ def chart_from_run(
             "gives the same packets; its goodput and retransmissions were checked against "
             "the stored run's)."
         )
+        fixed = view.fixed_text()
+        if fixed:
+            source += f" Fixed: {fixed}."
         events_path, flows = rerun.events()
         from ..trace.events import read_events
 

@@ -21,20 +21,22 @@ from .. import _core
 from ..errors import Problem, field_error
 from ..units import DURATION_ALLOWED, parse_duration_ns
 
-#: The capture points of one segment, as file-name suffixes.
-SIDES: Final = ("sender-side", "receiver-side")
-
-
 @lru_cache(maxsize=1)
 def trace_format() -> dict[str, Any]:
-    """The core's trace formats (`_core.trace_format_json`): snap lengths, event records."""
+    """The core's trace formats (`_core.trace_format_json`): snap lengths, event records,
+    the capture points' names and file names."""
     fmt: dict[str, Any] = json.loads(_core.trace_format_json())
     return fmt
 
 
+#: The capture points of one segment (where data enters it, where it leaves it), as the
+#: core names their files.
+SIDES: Final[tuple[str, str]] = tuple(trace_format()["sides"])  # type: ignore[assignment]
+
+
 def capture_name(segment: str, side: str) -> str:
     """The file a capture point writes."""
-    return f"{segment}.{side}.pcapng"
+    return str(trace_format()["capture_file"]).format(segment=segment, side=side)
 
 
 @dataclass(frozen=True)

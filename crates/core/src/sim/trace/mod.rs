@@ -51,6 +51,14 @@ pub const DEFAULT_SNAPLEN_BYTES: u32 = 128;
 pub const MAX_SNAPLEN_BYTES: u32 = 262_144;
 /// Output buffer per file.
 const WRITE_BUFFER_BYTES: usize = 1 << 20;
+/// The two capture points of a segment, as their files name them: where data enters it
+/// (towards the data sender) and where it leaves it.
+pub const SIDES: [&str; 2] = ["sender-side", "receiver-side"];
+
+/// The file of capture point `side` of segment `segment`.
+pub fn capture_file_name(segment: &str, side: &str) -> String {
+    format!("{segment}.{side}.pcapng")
+}
 
 /// What to trace (JSON from the Python layer; `docs/interface.md`).
 #[derive(Debug, Clone, Deserialize)]
@@ -269,9 +277,9 @@ impl Tracer {
             for s in chosen {
                 let (name, fwd, rev) = &topo.segments[s];
                 for (side, ingress_link, egress_link) in
-                    [("sender-side", *fwd, *rev), ("receiver-side", *rev, *fwd)]
+                    [(SIDES[0], *fwd, *rev), (SIDES[1], *rev, *fwd)]
                 {
-                    let path = Path::new(dir).join(format!("{name}.{side}.pcapng"));
+                    let path = Path::new(dir).join(capture_file_name(name, side));
                     let description = format!(
                         "{side} of segment {name:?}: packets entering it ({}) and leaving it ({})",
                         topo.links[ingress_link as usize].name,
