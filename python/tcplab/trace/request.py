@@ -31,7 +31,7 @@ def trace_format() -> dict[str, Any]:
 
 #: The capture points of one segment (where data enters it, where it leaves it), as the
 #: core names their files.
-SIDES: Final[tuple[str, str]] = tuple(trace_format()["sides"])  # type: ignore[assignment]
+SIDES: Final = (str(trace_format()["sides"][0]), str(trace_format()["sides"][1]))
 
 
 def capture_name(segment: str, side: str) -> str:
