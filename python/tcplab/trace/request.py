@@ -21,6 +21,7 @@ from .. import _core
 from ..errors import Problem, field_error
 from ..units import DURATION_ALLOWED, parse_duration_ns
 
+
 @lru_cache(maxsize=1)
 def trace_format() -> dict[str, Any]:
     """The core's trace formats (`_core.trace_format_json`): snap lengths, event records,
