@@ -173,7 +173,7 @@ def test_tseq_from_captures_names_its_axes_capture_point_and_window(traced_geo: 
         assert entry in svg
     assert "at this capture point" in svg  # the legend's title
     assert 'sender side of segment "bottleneck"' in caption
-    assert "20 round trips of the handshake" in caption
+    assert "20 round trips of the handshake from one round trip before the first" in caption
     # every data segment of the window is a marker
     groups = dict(re.findall(r'<g id="(pts-0-\d+)">(.*?)</g>', svg, re.S))
     assert groups["pts-0-0"].count("<use") > 100

@@ -33,8 +33,8 @@ def _window_text(start_ns: int | None, end_ns: int | None) -> str:
 
 
 _DEFAULT_WINDOW = (
-    "the default: 20 round trips of the handshake from 2 round trips before the first "
-    "retransmission; choose another with --window FROM:TO"
+    "the default: 20 round trips of the handshake from one round trip before the first "
+    "retransmitted segment was first sent; choose another with --window FROM:TO"
 )
 
 
@@ -179,23 +179,37 @@ def _tseq_of_rerun(
     window_ns: tuple[int | None, int | None],
     source: str,
 ) -> Chart:
+    """The flow's captures around the chosen window: with a default end, from the event
+    log's first retransmission (the capture then starts far enough before it to hold the
+    segment's first transmission, and `time_sequence` picks the window in it)."""
     from ..trace.tseq import time_sequence
 
     lo, hi = window_ns
     how = _window_text(lo, hi)
+    rtt_s = rerun.base_rtt_s(flow)
+    rtt_ns = int(rtt_s * 1e9)
     if lo is None or hi is None:
-        rtt_ns = int(rerun.base_rtt_s(flow) * 1e9)
         mine = frame[(frame["flow"] == flow) & (frame["leg"] == 0)]
         retrans = mine[mine["event"] == "retransmission"]["t_ns"]
         begin = int(mine["t_ns"].min()) if len(mine) else 0
-        start = max(int(retrans.iloc[0]) - 2 * rtt_ns, 0) if len(retrans) else begin
-        lo = start if lo is None else lo
-        hi = lo + 20 * rtt_ns if hi is None else hi
+        first = int(retrans.iloc[0]) if len(retrans) else None
+        start = begin if first is None else max(first - _LOOK_BACK_NS - 4 * rtt_ns, 0)
+        end = (first if first is not None else begin) + 21 * rtt_ns
+        capture = (lo if lo is not None else start, hi if hi is not None else end)
         how = (
-            f"20 base round trips of {rtt_ns / 1e6:.1f} ms from 2 before the flow's first "
-            "retransmission (or its start); choose another with --window FROM:TO"
+            f"20 base round trips of {rtt_ns / 1e6:.1f} ms from one round trip before the "
+            "first retransmitted segment was first sent (or from the flow's start); choose "
+            "another with --window FROM:TO"
         )
-    sender, receiver = rerun.captures(flow, lo, hi)
-    ts = time_sequence(sender, receiver, 0, (lo, hi))
+    else:
+        capture = (lo, hi)
+    sender, receiver = rerun.captures(flow, *capture)
+    ts = time_sequence(sender, receiver, 0, window_ns, rtt_s=rtt_s)
     where = f'at the sender side of segment "{rerun.bottleneck()}" (flow {flow})'
     return tseq_chart(ts, where, source, how)
+
+
+#: How far before the first retransmission a stored run's capture starts, to hold the
+#: segment's first transmission (a retransmission timeout backs off to at most a minute,
+#: but the first comes within seconds).
+_LOOK_BACK_NS = 10 * 10**9

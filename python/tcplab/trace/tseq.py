@@ -17,7 +17,7 @@ handshake is in the capture, else the first data segment's), unwrapped past 2^32
 from __future__ import annotations
 
 import os
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -120,6 +120,8 @@ class _Probe:
     rtt_s: float | None
     first_data_ns: int
     first_retrans_ns: int | None
+    #: when the first retransmitted segment was sent the first time (None: not seen)
+    first_original_ns: int | None
 
 
 def _probe(path: Path, stream: int, find_retrans: bool) -> _Probe:
@@ -137,18 +139,30 @@ def _probe(path: Path, stream: int, find_retrans: bool) -> _Probe:
     data = [s for s in head if s.src == sender and s.payload_bytes > 0]
     base = (syn.seq + 1) % _WRAP if syn is not None else (data[0].seq if data else head[0].seq)
     first_data = data[0].t_ns if data else head[0].t_ns
-    first_retrans = None
+    first_retrans = first_original = None
     if find_retrans:
+        # Segments sent and not yet cumulatively ACKed at this capture point (a window's
+        # worth), to find when the first retransmitted one was first sent.
         unwrap, highest = _Unwrap(base), 0
+        unacked: deque[tuple[int, int, int]] = deque()  # seq, end, first sent
         for s in _chain(head, it):
-            if s.src != sender or s.payload_bytes == 0:
+            if s.src != sender:
+                if s.flags & ACK:
+                    ack = unwrap(s.ack)
+                    while unacked and unacked[0][1] <= ack:
+                        unacked.popleft()
+                continue
+            if s.payload_bytes == 0:
                 continue
             seq = unwrap(s.seq)
-            if seq + s.payload_bytes <= highest:
+            end = seq + s.payload_bytes
+            if end <= highest:
                 first_retrans = s.t_ns
+                first_original = next((t for q, _, t in unacked if q == seq), None)
                 break
-            highest = max(highest, seq + s.payload_bytes)
-    return _Probe(ends, base, _handshake_rtt(head), first_data, first_retrans)
+            highest = end
+            unacked.append((seq, end, s.t_ns))
+    return _Probe(ends, base, _handshake_rtt(head), first_data, first_retrans, first_original)
 
 
 def _chain(head: list[Segment], rest: Iterator[Segment]) -> Iterator[Segment]:
@@ -173,13 +187,15 @@ def time_sequence(
     receiver_side: str | os.PathLike[str] | None = None,
     stream: int = 0,
     window_ns: tuple[int | None, int | None] = (None, None),
+    rtt_s: float | None = None,
 ) -> TimeSequence:
     """Connection `stream` of the capture `sender_side` in `window_ns` (a None end: the
-    default window's, `default_window`), with drops found in `receiver_side` if given. Only
-    the window is held in memory: the files are read as they are."""
+    default window's, `default_window`, with round trips of `rtt_s` if given), with drops
+    found in `receiver_side` if given. Only the window is held in memory: the files are
+    read as they are."""
     path = Path(sender_side)
     probe = _probe(path, stream, None in window_ns)
-    start, end = default_window(probe)
+    start, end = default_window(probe, rtt_s)
     lo = window_ns[0] if window_ns[0] is not None else start
     hi = window_ns[1] if window_ns[1] is not None else end
     ends = probe.ends
@@ -214,12 +230,16 @@ def time_sequence(
     return ts
 
 
-def default_window(probe: _Probe) -> tuple[int, int]:
-    """20 round trips (the handshake's, else 1 s) from 2 round trips before the first
-    retransmission — or from the first data segment when nothing was retransmitted."""
-    rtt_ns = int((probe.rtt_s or 1.0) * 1e9)
+def default_window(probe: _Probe, rtt_s: float | None = None) -> tuple[int, int]:
+    """20 round trips (`rtt_s`, else the handshake's, else 1 s) from one round trip before
+    the first retransmitted segment was first sent (two before its retransmission when its
+    first transmission is not in the capture), or from the first data segment when nothing
+    was retransmitted."""
+    rtt_ns = int((rtt_s or probe.rtt_s or 1.0) * 1e9)
     if probe.first_retrans_ns is None:
         start = probe.first_data_ns
+    elif probe.first_original_ns is not None:
+        start = max(probe.first_original_ns - rtt_ns, 0)
     else:
         start = max(probe.first_retrans_ns - 2 * rtt_ns, 0)
     return (start, start + 20 * rtt_ns)
