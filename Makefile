@@ -31,7 +31,8 @@ $(VENV)/.deps: pyproject.toml
 
 venv: $(VENV)/.deps
 
-# Debian's Chromium renders the HTML report in a browser test (headless). Installed by the
+# Debian's Chromium renders the HTML report in a browser test (headless); Debian's tshark
+# (Wireshark's dissector) checks the simulator's and the emulator's pcapng traces. Installed by the
 # project itself when missing (needs root, as on CI).
 system-deps:
 	@command -v nft >/dev/null 2>&1 || { \
@@ -55,6 +56,19 @@ system-deps:
 	  apt-get install -y -q iperf3 >/dev/null 2>&1 || \
 	  { apt-get update -q >/dev/null && apt-get install -y -q iperf3 >/dev/null; } || \
 	  echo "warning: could not install iperf3; the real-stack tests will be skipped"; }
+	@command -v tcpdump >/dev/null 2>&1 || { \
+	  echo "installing Debian tcpdump (tcplab emulate --pcap)"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get install -y -q tcpdump >/dev/null 2>&1 || \
+	  { apt-get update -q >/dev/null && apt-get install -y -q tcpdump >/dev/null; } || \
+	  echo "warning: could not install tcpdump; the emulate capture test will be skipped"; }
+	@command -v tshark >/dev/null 2>&1 || { \
+	  echo "installing Debian tshark (Wireshark's dissector checks the pcapng traces)"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections 2>/dev/null; \
+	  apt-get install -y -q tshark >/dev/null 2>&1 || \
+	  { apt-get update -q >/dev/null && apt-get install -y -q tshark >/dev/null; } || \
+	  echo "warning: could not install tshark; the Wireshark trace tests will be skipped"; }
 
 
 # Build the Rust extension in release mode and install the package (editable) into .venv;

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from .scenario.load import load_scenario
     from .scenario.model import Scenario
     from .study.store import Store
+    from .trace.request import Trace
 
     __version__: str
 
@@ -39,6 +40,7 @@ _LAZY = {
     "load_scenario": ".scenario.load",
     "Scenario": ".scenario.model",
     "Store": ".study.store",
+    "Trace": ".trace.request",
 }
 
 __all__ = [
@@ -49,6 +51,7 @@ __all__ = [
     "Scenario",
     "ScenarioError",
     "Store",
+    "Trace",
     "__version__",
     "ccas",
     "load_scenario",

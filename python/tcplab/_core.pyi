@@ -6,8 +6,11 @@ __all__ = [
     "limits_json",
     "model_version",
     "path_json",
+    "pcap_to_pcapng",
     "run_json",
     "run_json_series",
+    "run_traced_json",
+    "trace_format_json",
 ]
 
 def run_json(scenario_json: str) -> str:
@@ -24,6 +27,41 @@ def run_json_series(scenario_json: str, series_path: str | None = None) -> str:
     Raises ValueError with a one-line message when the scenario is invalid or the file
     cannot be written.
     """
+
+def run_traced_json(
+    scenario_json: str,
+    trace_json: str,
+    keep_series: bool = True,
+    series_path: str | None = None,
+) -> tuple[str, str]:
+    """Run one simulation with packet captures and/or an event log (`trace_json`, see
+    docs/interface.md); returns the result JSON and the JSON report of the files written.
+    The series stay in the result when `keep_series` is true; otherwise they are streamed
+    to `series_path` or not kept, as in `run_json_series`.
+
+    Raises ValueError with a one-line message for invalid input or an unwritable file.
+    """
+
+def pcap_to_pcapng(
+    src: str,
+    dst: str,
+    t0_ns: int,
+    from_ns: int,
+    to_ns: int,
+    if_name: str,
+    if_description: str,
+    comment: str,
+) -> int:
+    """Rewrite a classic pcap capture (tcpdump's) as pcapng with times from `t0_ns` (ns since
+    the epoch), the frames in `[from_ns, to_ns)` of that time, and the capture point's name;
+    returns the frames written.
+
+    Raises ValueError with a one-line message for an unreadable or unwritable file.
+    """
+
+def trace_format_json() -> str:
+    """The formats of the trace outputs as JSON text: the event log's record layout and
+    names (`events`), `default_snaplen_bytes` and `max_snaplen_bytes`."""
 
 def ccas_json() -> str:
     """The catalogue of built-in congestion-control algorithms as JSON text."""

@@ -8,6 +8,9 @@ with flows x intervals: about 48 bytes per flow and interval in the core, severa
 in the result JSON and in Python); None does not keep them; a `.parquet` or `.csv` path gets
 them as the run goes — the core streams them to a binary file beside it in chunks and they
 are converted a chunk at a time — so the memory a run takes does not depend on its length.
+
+A run asked to record packet captures or its event log (`trace.Trace`) goes through
+`_core.run_traced_json` instead, with the same result.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from . import _core
 from .errors import ScenarioError, field_error
@@ -29,6 +32,9 @@ from .results.provenance import RunProvenance, git_commit, utc_now
 from .scenario.load import Overrides, ScenarioSource, load_scenario, override_pairs
 from .scenario.model import Scenario
 from .scenario.normalize import normalize
+
+if TYPE_CHECKING:
+    from .trace.request import Prepared, Trace
 
 #: `series` value: the samples stay in the result (`RunResult.series_frame()`).
 MEMORY: Final = "memory"
@@ -41,6 +47,7 @@ def run(
     duration: str | None = None,
     overrides: Overrides = (),
     series: SeriesTarget = MEMORY,
+    trace: Trace | None = None,
 ) -> RunResult:
     """Run one scenario: a TOML file path, a `Scenario`, or a TOML-shaped dict.
 
@@ -49,6 +56,8 @@ def run(
     mapping (values as in the file: `"4Mbps"`, `"250ms"`) or `"key.path=value"` strings.
     `series`: "memory" (the samples in the result), None (not kept) or a `.parquet`/`.csv`
     file written as the run goes (see the module note).
+    `trace` records pcapng captures and/or the event log (`tcplab.Trace`; the result is the
+    same as without it, with `result.trace` saying what was written).
     Raises `ScenarioError` (one-line message) for invalid input, including input the core
     rejects; a bad override is named `overrides["KEY"]`.
 
@@ -60,15 +69,19 @@ def run(
         pairs.append(("seed", seed))
     if duration is not None:
         pairs.append(("duration", duration))
-    return run_scenario(load_scenario(scenario, pairs), series=series)
+    return run_scenario(load_scenario(scenario, pairs), series=series, trace=trace)
 
 
-def run_scenario(scenario: Scenario, series: SeriesTarget = MEMORY) -> RunResult:
+def run_scenario(
+    scenario: Scenario, series: SeriesTarget = MEMORY, trace: Trace | None = None
+) -> RunResult:
     """Run an already validated scenario; wall time is measured around the core call only."""
-    return run_normalized(normalize(scenario), series=series)
+    return run_normalized(normalize(scenario), series=series, trace=trace)
 
 
-def run_normalized(normalized: Mapping[str, Any], series: SeriesTarget = MEMORY) -> RunResult:
+def run_normalized(
+    normalized: Mapping[str, Any], series: SeriesTarget = MEMORY, trace: Trace | None = None
+) -> RunResult:
     """Run a normalized scenario (docs/interface.md), e.g. the effective scenario an
     emulation ran, so both sides see exactly the same input."""
     target = None
@@ -76,17 +89,33 @@ def run_normalized(normalized: Mapping[str, Any], series: SeriesTarget = MEMORY)
         from .results.series import check_series_path
 
         target = check_series_path(series)
+    prepared = None
+    if trace is not None and not trace.empty:
+        prepared = _prepare_trace(normalized, trace)
     text = json.dumps(normalized)
     started_utc = utc_now()
     started = time.perf_counter()
+    report_text = None
     try:
-        if series == MEMORY:
+        if prepared is not None:
+            spec = json.dumps(prepared.spec)
+            if series == MEMORY:
+                result_text, report_text = _core.run_traced_json(text, spec)
+            elif target is None:
+                result_text, report_text = _core.run_traced_json(text, spec, False)
+            else:
+                result_text, report_text = _stream(
+                    target, lambda path: _core.run_traced_json(text, spec, False, path)
+                )
+        elif series == MEMORY:
             result_text = _core.run_json(text)
         elif target is None:
             result_text = _core.run_json_series(text, None)
         else:
-            result_text = _stream(text, target)
+            result_text = _stream(target, lambda path: _core.run_json_series(text, path))
     except ValueError as exc:
+        if prepared is not None and prepared.events_raw is not None:
+            prepared.events_raw.unlink(missing_ok=True)
         # The core re-validates its input; its message already names the field.
         raise ScenarioError(f"simulation core: {exc}") from None
     wall_s = time.perf_counter() - started
@@ -106,7 +135,36 @@ def run_normalized(normalized: Mapping[str, Any], series: SeriesTarget = MEMORY)
         finally:
             binary.unlink(missing_ok=True)
         result = replace(result, series=replace(result.series, file=str(target)))
+    if prepared is not None and report_text is not None:
+        result = _with_trace(result, prepared, report_text)
     return result
+
+
+def _prepare_trace(normalized: Mapping[str, Any], trace: Trace) -> Prepared:
+    from .scenario.normalize import scenario_hash
+    from .scenario.topology import segments
+    from .trace.request import prepare
+
+    comment = (
+        f"tcplab simulation of scenario {normalized.get('name', '')!r}: scenario hash "
+        f"{scenario_hash(normalized)}, seed {normalized.get('seed')}, model version "
+        f"{_core.model_version()}"
+    )
+    names = [s.name for s in segments(normalized)] or ["bottleneck"]
+    return prepare(trace, comment, names, len(normalized["flows"]))
+
+
+def _with_trace(result: RunResult, prepared: Prepared, report_text: str) -> RunResult:
+    from .trace.request import TraceOutput
+
+    output = TraceOutput.from_report(json.loads(report_text), prepared)
+    if prepared.events is not None and prepared.events_raw is not None:
+        from .trace.events import to_parquet
+
+        flows = [{"id": f.id, "cca": f.cca, "kind": f.kind} for f in result.flows]
+        count = to_parquet(prepared.events_raw, prepared.events, result.provenance(), flows)
+        output = replace(output, events=prepared.events, event_count=count)
+    return replace(result, trace=output)
 
 
 def _binary_beside(target: Path) -> Path:
@@ -115,10 +173,15 @@ def _binary_beside(target: Path) -> Path:
     return target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.series")
 
 
-def _stream(text: str, target: Path) -> str:
+_Out = TypeVar("_Out")
+
+
+def _stream(target: Path, run_core: Callable[[str], _Out]) -> _Out:
+    """`run_core` given the binary series file beside `target`; an unwritable file is named
+    as the user gave it."""
     binary = _binary_beside(target)
     try:
-        return _core.run_json_series(text, str(binary))
+        return run_core(str(binary))
     except ValueError as exc:
         binary.unlink(missing_ok=True)
         message = str(exc)

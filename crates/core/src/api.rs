@@ -6,6 +6,7 @@ use crate::cc;
 use crate::scenario::{ConfigError, ScenarioConfig};
 use crate::series_file::SeriesFile;
 use crate::sim::series::SeriesOut;
+use crate::sim::trace::{TraceReport, TraceSpec, Tracer};
 use crate::sim::Simulation;
 use std::path::Path;
 
@@ -21,49 +22,70 @@ pub fn run(cfg: ScenarioConfig) -> Result<RunResult, ConfigError> {
     Ok(summarize(&sim))
 }
 
-/// Run a normalized scenario (JSON text) and return the result as JSON text. Errors are
-/// one-line messages; internal panics are caught and reported, never propagated.
-pub fn run_json(text: &str) -> Result<String, String> {
-    run_text(text, |_| Ok((SeriesOut::Memory, None)))
+/// Where a run's per-interval series go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SeriesRequest<'a> {
+    /// Kept in the result (memory grows with flows x intervals).
+    Memory,
+    /// Not kept at all.
+    Discard,
+    /// Streamed in chunks to the series file at this path (`series_file`), so memory does
+    /// not grow with the run's duration; the result's `series` is then
+    /// `{interval_ns, intervals, file}`.
+    File(&'a str),
 }
 
-/// `run_json` without holding the series: streamed to the series file at `series_path`
-/// (`series_file`, in chunks, so memory does not grow with the run's duration), or not
-/// kept at all when `None`. The result's `series` is then `{interval_ns, intervals, file}`.
-/// A file that cannot be written ends the run with a one-line error naming it.
-pub fn run_json_series(text: &str, series_path: Option<&str>) -> Result<String, String> {
-    run_text(text, |cfg| match series_path {
-        None => Ok((SeriesOut::Discard, None)),
-        Some(p) => {
-            let file = SeriesFile::create(Path::new(p), cfg.flows.len(), cfg.interval_ns)?;
-            Ok((SeriesOut::Sink(Box::new(file)), Some(p.to_string())))
-        }
-    })
+/// Run a scenario observed by the packet captures and event log `spec` asks for; the
+/// result is bit-identical to `run`'s.
+pub fn run_traced(
+    cfg: ScenarioConfig,
+    spec: &TraceSpec,
+) -> Result<(RunResult, TraceReport), String> {
+    let (result, report) = run_with(cfg, SeriesRequest::Memory, Some(spec))?;
+    Ok((result, report.expect("the tracer was set before the run")))
 }
 
-type SeriesChoice = Result<(SeriesOut, Option<String>), String>;
-
-fn run_text(
-    text: &str,
-    series: impl FnOnce(&ScenarioConfig) -> SeriesChoice + std::panic::UnwindSafe,
-) -> Result<String, String> {
-    let cfg = ScenarioConfig::from_json(text).map_err(|e| e.0)?;
-    let outcome = std::panic::catch_unwind(move || -> Result<RunResult, String> {
-        // the series file is made only for a valid scenario
-        let mut sim = Simulation::with_series(cfg, SeriesOut::Discard).map_err(|e| e.0)?;
-        let (out, file) = series(&sim.cfg)?;
-        sim.set_series(out);
-        sim.run();
-        sim.series.finish()?;
-        let mut r = summarize(&sim);
-        if let Some(st) = r.series.streamed.as_mut() {
-            st.file = file;
+/// The one way a run goes: its series where `series` says, traced when `trace` is given.
+/// A series file or trace output that cannot be written ends the run with a one-line
+/// error naming it; files are made only for a valid scenario.
+fn run_with(
+    cfg: ScenarioConfig,
+    series: SeriesRequest<'_>,
+    trace: Option<&TraceSpec>,
+) -> Result<(RunResult, Option<TraceReport>), String> {
+    let mut sim = Simulation::with_series(cfg, SeriesOut::Discard).map_err(|e| e.0)?;
+    let file = match series {
+        SeriesRequest::Memory => {
+            sim.set_series(SeriesOut::Memory);
+            None
         }
-        Ok(r)
-    });
-    match outcome {
-        Ok(Ok(r)) => serde_json::to_string(&r).map_err(|e| format!("internal error: {e}")),
-        Ok(Err(e)) => Err(e),
+        SeriesRequest::Discard => None,
+        SeriesRequest::File(p) => {
+            let out = SeriesFile::create(Path::new(p), sim.cfg.flows.len(), sim.cfg.interval_ns)?;
+            sim.set_series(SeriesOut::Sink(Box::new(out)));
+            Some(p.to_string())
+        }
+    };
+    if let Some(spec) = trace {
+        let tracer = Tracer::new(spec, &sim)?;
+        sim.set_tracer(tracer);
+    }
+    sim.run();
+    sim.series.finish()?;
+    let report = sim.take_tracer().map(Tracer::finish).transpose()?;
+    let mut r = summarize(&sim);
+    if let Some(st) = r.series.streamed.as_mut() {
+        st.file = file;
+    }
+    Ok((r, report))
+}
+
+/// `f` with its panics caught: an internal error is reported in one line, never propagated.
+fn catching<T>(
+    f: impl FnOnce() -> Result<T, String> + std::panic::UnwindSafe,
+) -> Result<T, String> {
+    match std::panic::catch_unwind(f) {
+        Ok(r) => r,
         Err(p) => {
             let msg = p
                 .downcast_ref::<&str>()
@@ -73,6 +95,83 @@ fn run_text(
             Err(format!("internal error in the simulation core: {msg}"))
         }
     }
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> Result<String, String> {
+    serde_json::to_string(v).map_err(|e| format!("internal error: {e}"))
+}
+
+/// Run a normalized scenario (JSON text) and return the result as JSON text. Errors are
+/// one-line messages; internal panics are caught and reported, never propagated.
+pub fn run_json(text: &str) -> Result<String, String> {
+    run_json_series(text, SeriesRequest::Memory)
+}
+
+/// `run_json` with the series where `series` says (`SeriesRequest`).
+pub fn run_json_series(text: &str, series: SeriesRequest<'_>) -> Result<String, String> {
+    let cfg = ScenarioConfig::from_json(text).map_err(|e| e.0)?;
+    catching(move || run_with(cfg, series, None).and_then(|(r, _)| to_json(&r)))
+}
+
+/// `run_json_series` with packet captures and an event log: `trace` is a `TraceSpec` as
+/// JSON text. Returns the result JSON and what was written (a `TraceReport` as JSON).
+pub fn run_traced_json(
+    text: &str,
+    trace: &str,
+    series: SeriesRequest<'_>,
+) -> Result<(String, String), String> {
+    let cfg = ScenarioConfig::from_json(text).map_err(|e| e.0)?;
+    let spec: TraceSpec = serde_json::from_str(trace).map_err(|e| format!("trace: {e}"))?;
+    catching(move || {
+        let (result, report) = run_with(cfg, series, Some(&spec))?;
+        let report = report.expect("the tracer was set before the run");
+        Ok((to_json(&result)?, to_json(&report)?))
+    })
+}
+
+/// Rewrite a real-stack capture (classic pcap, as `tcpdump -w` writes it) as pcapng named
+/// like the simulator's, its times measured from `t0_ns` (ns since the epoch); returns the
+/// number of frames written (those outside `[from_ns, to_ns)` of that time are left out).
+#[allow(clippy::too_many_arguments)]
+pub fn pcap_to_pcapng(
+    src: &str,
+    dst: &str,
+    t0_ns: u64,
+    from_ns: u64,
+    to_ns: u64,
+    if_name: &str,
+    if_description: &str,
+    comment: &str,
+) -> Result<u64, String> {
+    let application = format!("tcplab-core {} (tcpdump capture)", crate::VERSION);
+    let naming = crate::sim::trace::convert::Naming {
+        if_name,
+        if_description,
+        comment,
+        application: &application,
+    };
+    crate::sim::trace::convert::pcap_to_pcapng(
+        std::path::Path::new(src),
+        std::path::Path::new(dst),
+        t0_ns,
+        (from_ns, to_ns),
+        &naming,
+    )
+}
+
+/// The formats of trace outputs as JSON: the event log's record layout and names
+/// (`sim::trace::events::format_json`), the capture's snap-length default and maximum, the
+/// capture points' names (`sides`) and the file name pattern (`capture_file`).
+pub fn trace_format_json() -> String {
+    use crate::sim::trace::{capture_file_name, DEFAULT_SNAPLEN_BYTES, MAX_SNAPLEN_BYTES, SIDES};
+    serde_json::json!({
+        "events": crate::sim::trace::events::format_json(),
+        "default_snaplen_bytes": DEFAULT_SNAPLEN_BYTES,
+        "max_snaplen_bytes": MAX_SNAPLEN_BYTES,
+        "sides": SIDES,
+        "capture_file": capture_file_name("{segment}", "{side}"),
+    })
+    .to_string()
 }
 
 /// The algorithm catalogue as JSON text: each entry's name, summary, feedback, reference

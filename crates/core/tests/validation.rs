@@ -452,9 +452,11 @@ fn streamed_series_equal_the_kept_ones_and_every_mode_gives_the_same_run() {
     let path = dir.join("s.bin");
     let p = path.to_str().unwrap();
     let streamed: serde_json::Value =
-        serde_json::from_str(&api::run_json_series(&text, Some(p)).unwrap()).unwrap();
+        serde_json::from_str(&api::run_json_series(&text, api::SeriesRequest::File(p)).unwrap())
+            .unwrap();
     let none: serde_json::Value =
-        serde_json::from_str(&api::run_json_series(&text, None).unwrap()).unwrap();
+        serde_json::from_str(&api::run_json_series(&text, api::SeriesRequest::Discard).unwrap())
+            .unwrap();
     let bytes = std::fs::read(&path).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
     assert!(kept["flows"][0]["retransmits"].as_u64().unwrap() > 0);
@@ -492,7 +494,8 @@ fn streamed_series_equal_the_kept_ones_and_every_mode_gives_the_same_run() {
 #[test]
 fn an_unwritable_series_file_is_a_one_line_error_before_the_run() {
     let text = dumbbell_json(1, 1, 1_000_000_000);
-    let e = api::run_json_series(&text, Some("/nonexistent-dir/s.bin")).unwrap_err();
+    let e = api::run_json_series(&text, api::SeriesRequest::File("/nonexistent-dir/s.bin"))
+        .unwrap_err();
     assert!(e.starts_with("series file /nonexistent-dir/s.bin: "), "{e}");
     assert!(!e.contains('\n'));
 }

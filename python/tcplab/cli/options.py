@@ -81,6 +81,12 @@ def count_arg(text: str) -> int:
     return count
 
 
+def index_arg(text: str) -> int:
+    """A flow index (0, 1, ...)."""
+    index: int = _ranged(text, int, 0, None)
+    return index
+
+
 def seconds_arg(text: str) -> float:
     """A wait in seconds (`--db-wait`)."""
     seconds: float = _ranged(text, float, 0, 86400)
@@ -123,3 +129,73 @@ def overrides(args: argparse.Namespace) -> list[str | tuple[str, Any]]:
     if duration is not None:
         pairs.append(("duration", duration))
     return pairs
+
+
+def add_trace_options(parser: argparse.ArgumentParser, *, events: bool = True) -> None:
+    """--pcap DIR and its filters (`run`, `emulate`); `events`: also --events FILE."""
+    parser.add_argument(
+        "--pcap",
+        metavar="DIR",
+        help="write pcapng captures at both ends of the bottleneck (or --pcap-link) into DIR",
+    )
+    if events:
+        parser.add_argument(
+            "--events",
+            metavar="FILE.parquet",
+            help="write every change of each sender's cwnd, ssthresh, CA state, ... to FILE",
+        )
+    parser.add_argument(
+        "--pcap-link",
+        action="append",
+        default=[],
+        metavar="SEGMENT",
+        help="capture at this path segment instead of the bottleneck (repeatable)",
+    )
+    parser.add_argument(
+        "--trace-flow",
+        action="append",
+        type=index_arg,
+        default=None,
+        metavar="N",
+        help="record only flow N (repeatable; default: every flow)",
+    )
+    parser.add_argument(
+        "--trace-window",
+        metavar="FROM:TO",
+        help='record only this time window, e.g. "10s:20s" (either end may be left out)',
+    )
+    parser.add_argument(
+        "--snaplen",
+        type=lambda t: _ranged(t, int, 64, None),
+        metavar="BYTES",
+        help="bytes kept of each captured frame (default: every header)",
+    )
+
+
+def trace_of(args: argparse.Namespace) -> Any:
+    """The `Trace` the trace options ask for (None when neither --pcap nor --events)."""
+    from ..trace.request import Trace, parse_window
+
+    pcap, events = args.pcap, getattr(args, "events", None)
+    if pcap is None and events is None:
+        for option, given in (
+            ("--pcap-link", args.pcap_link),
+            ("--trace-flow", args.trace_flow),
+            ("--trace-window", args.trace_window),
+            ("--snaplen", args.snaplen),
+        ):
+            if given:
+                raise field_error(option, given, "filters a trace", "with --pcap DIR or --events")
+        return None
+    if args.pcap_link and pcap is None:
+        raise field_error("--pcap-link", args.pcap_link, "chooses capture points", "with --pcap")
+    start, end = parse_window(args.trace_window) if args.trace_window else (None, None)
+    return Trace(
+        pcap=pcap,
+        events=events,
+        flows=args.trace_flow,
+        start=start,
+        end=end,
+        links=tuple(args.pcap_link),
+        snaplen_bytes=args.snaplen,
+    )

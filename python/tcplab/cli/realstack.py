@@ -19,10 +19,11 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ScenarioError
-from .options import add_scenario_options, overrides
+from .options import add_scenario_options, add_trace_options, overrides, trace_of
 
 if TYPE_CHECKING:
     from ..realstack.calibrate import CalibrationReport
@@ -75,8 +76,10 @@ def cmd_emulate(args: argparse.Namespace) -> int:
 
     if args.series is not None:
         check_series_path(args.series)
+    capture = trace_of(args)
     scenario = load_scenario(args.scenario, overrides(args))
-    emulation = emulate_normalized(normalize(scenario), _options(args))
+    options = replace(_options(args), capture=capture)
+    emulation = emulate_normalized(normalize(scenario), options)
     if args.series is not None:
         write_series(emulation.result, args.series)
     if args.json:
@@ -85,6 +88,10 @@ def cmd_emulate(args: argparse.Namespace) -> int:
         from ..present.console import print_run
 
         print_run(emulation.result, args.series)
+        if emulation.result.trace is not None:
+            from ..present.console import print_trace
+
+            print_trace(emulation.result.trace)
         if emulation.kept:
             print(f"namespaces kept: {' '.join(emulation.kept)} (tcplab emulate --cleanup)")
     return 0
@@ -344,6 +351,7 @@ def add_commands(sub: Any) -> None:
     em = sub.add_parser("emulate", help="run a scenario on the kernel's TCP (needs root)")
     _add_common(em)
     em.add_argument("--series", metavar="OUT", help="write the series to OUT.parquet/.csv")
+    add_trace_options(em, events=False)
     em.add_argument("--cleanup", action="store_true", help="remove leftover tcplab-* namespaces")
     em.add_argument("--all", action="store_true", help="with --cleanup: also of running emulations")
     em.add_argument("--calibrate", action="store_true", help="measure the emulator's accuracy")

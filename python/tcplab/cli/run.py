@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import field_error
-from .options import add_scenario_options, count_arg, duration_arg, overrides, per_arg
+from .options import (
+    add_scenario_options,
+    add_trace_options,
+    count_arg,
+    duration_arg,
+    overrides,
+    per_arg,
+    trace_of,
+)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -25,15 +33,20 @@ def cmd_run(args: argparse.Namespace) -> int:
         from ..results.series import check_series_path
 
         check_series_path(args.series)
+    trace = trace_of(args)
     scenario = load_scenario(args.scenario, overrides(args))
     # the series go to the file as the run goes, or nowhere: never held whole in memory
-    result = run_scenario(scenario, series=args.series)
+    result = run_scenario(scenario, series=args.series, trace=trace)
     if args.json:
         print(json.dumps(result.to_json_dict()))
     else:
         from ..present.console import print_run
 
         print_run(result, args.series)
+        if result.trace is not None:
+            from ..present.console import print_trace
+
+            print_trace(result.trace)
     return 0
 
 
@@ -94,6 +107,7 @@ def add_commands(sub: Any) -> None:
     add_scenario_options(run)
     run.add_argument("--json", action="store_true", help="print one JSON object")
     run.add_argument("--series", metavar="OUT", help="write the series to OUT.parquet/.csv")
+    add_trace_options(run)
     run.set_defaults(handler=cmd_run)
 
     check = sub.add_parser("check", help="check a scenario and print its normalized JSON")

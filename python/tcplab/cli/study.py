@@ -6,6 +6,8 @@ tcplab report results.duckdb [--study NAME] [--revision N] -o report.html
 tcplab plot results.duckdb [--study NAME] [--revision N] --kind goodput -o fig.png|svg|pdf
     [--style web|paper|slides] [--size WxH] [--font-size PT] [--data FIG.csv]
     [--run ID | --seed N | --point KEY=VALUE ...]
+tcplab plot results.duckdb|CAPTURE-DIR|FILE.pcapng|EVENTS.parquet --kind tseq|cwnd-events
+    -o fig.svg [--flow N] [--window FROM:TO] [--pcap-link SEGMENT]
 tcplab results results.duckdb [--study NAME] [--revision N] [--table runs|flows|aggregate]
     [--format csv|parquet|json] [-o FILE]
 tcplab results EXPORT.csv|.parquet|.json [--format ...] [-o FILE]    (read an export back)
@@ -26,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ScenarioError
 from ..present.plotspecs import PLOTS
 from . import figures
-from .options import count_arg, revision_arg, seconds_arg
+from .options import count_arg, index_arg, revision_arg, seconds_arg
 
 if TYPE_CHECKING:
     import pandas as pd  # type: ignore[import-untyped]
@@ -302,6 +304,41 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _trace_window(args: argparse.Namespace) -> tuple[int | None, int | None]:
+    from ..errors import Problem, field_error
+    from ..trace.request import parse_window
+    from ..units import DURATION_ALLOWED, parse_duration_ns
+
+    if args.window is None:
+        return (None, None)
+    ends: list[int | None] = []
+    for text in parse_window(args.window):
+        try:
+            ends.append(None if text is None else parse_duration_ns(text))
+        except Problem as exc:
+            raise field_error("--window", args.window, exc.problem, DURATION_ALLOWED) from None
+    lo, hi = ends
+    if lo is not None and hi is not None and hi <= lo:
+        raise field_error("--window", args.window, "ends before it starts")
+    return (lo, hi)
+
+
+def _trace_options_only(args: argparse.Namespace) -> None:
+    """--flow, --window and --pcap-link belong to the packet-level kinds."""
+    if PLOTS[args.kind].kind == "trace":
+        return
+    for option, value in (
+        ("--flow", args.flow),
+        ("--window", args.window),
+        ("--pcap-link", args.pcap_link),
+    ):
+        if value is not None:
+            raise ScenarioError(
+                f"{option}: --kind {args.kind} is drawn from the study's stored results; "
+                "allowed: with --kind tseq or cwnd-events"
+            )
+
+
 def cmd_plot(args: argparse.Namespace) -> int:
     from ..present.draw import render, save
     from ..present.plots import chart, check_selection
@@ -312,6 +349,26 @@ def cmd_plot(args: argparse.Namespace) -> int:
     style = figures.style_of(args)
     selection = figures.selection_of(args)
     check_selection(PLOTS[args.kind], selection)
+    _trace_options_only(args)
+    window = _trace_window(args)
+    if PLOTS[args.kind].kind == "trace" and not args.db.lower().endswith(".duckdb"):
+        from ..present.trace_plot import chart_from_files
+
+        if not selection.empty or args.study or args.revision:
+            raise ScenarioError(
+                "--run/--seed/--point/--study/--revision choose runs of a results database; "
+                f"allowed: with a .duckdb source, not {args.db!r}"
+            )
+        c = chart_from_files(args.kind, args.db, args.flow, window, args.pcap_link)
+        save(render(c, style), args.output, style)
+        print(f"wrote {args.output}")
+        figures.write_data(c, args.data)
+        return 0
+    if args.pcap_link is not None:
+        raise ScenarioError(
+            "--pcap-link: a stored run is captured at its bottleneck; allowed: with a "
+            "capture directory as the source"
+        )
     store = _open_db(args.db)
     chosen = _selected(store, args.study, args.revision)
     if len(chosen) > 1:
@@ -322,7 +379,15 @@ def cmd_plot(args: argparse.Namespace) -> int:
     study, revision = chosen[0]
     _say(f"plot of {revision_line(store, study, revision)}")
     runs = store.runs(study, revision)
-    c = chart(args.kind, runs, store, selection)
+    if PLOTS[args.kind].kind == "trace":
+        from ..present.study_view import view_of
+        from ..present.trace_plot import chart_from_run
+
+        info = {**store.revision_info(study, revision), "study": study, "revision": revision}
+        view = view_of(runs, info)
+        c = chart_from_run(args.kind, store, view, runs, selection, args.flow, window)
+    else:
+        c = chart(args.kind, runs, store, selection)
     c.title = f"{c.title} ({study}, revision {revision})"
     save(render(c, style), args.output, style)
     print(f"wrote {args.output}")
@@ -541,12 +606,31 @@ def add_commands(sub: Any) -> None:
     rp.add_argument("-o", "--output", default="report.html", metavar="OUT.html")
     rp.set_defaults(handler=cmd_report)
 
-    pl = sub.add_parser("plot", help="draw one figure of a study")
-    pl.add_argument("db", metavar="RESULTS.duckdb")
+    pl = sub.add_parser("plot", help="draw one figure of a study, a capture or an event log")
+    pl.add_argument(
+        "db",
+        metavar="SOURCE",
+        help="a results .duckdb; for --kind tseq also a capture directory or .pcapng file, "
+        "for --kind cwnd-events an event log .parquet",
+    )
     _add_selection(pl)
     pl.add_argument("--kind", choices=tuple(PLOTS), default="goodput")
     pl.add_argument("-o", "--output", required=True, metavar="FIG.png|svg|pdf")
     figures.add_figure_options(pl)
+    pl.add_argument(
+        "--flow",
+        type=index_arg,
+        metavar="N",
+        help="tseq/cwnd-events: this flow (of a capture: its N-th TCP connection)",
+    )
+    pl.add_argument(
+        "--window", metavar="FROM:TO", help='tseq/cwnd-events: this time window, e.g. "10s:20s"'
+    )
+    pl.add_argument(
+        "--pcap-link",
+        metavar="SEGMENT",
+        help="tseq of a capture directory: the segment whose captures to read",
+    )
     pl.set_defaults(handler=cmd_plot)
 
     rs = sub.add_parser("results", help="export results (with provenance) as CSV, Parquet or JSON")

@@ -22,6 +22,10 @@ from typing import Literal
 from .style import LineStyle
 
 XScale = Literal["linear", "log", "category"]
+#: How a time series is drawn: a line through its points (with a few markers), a step
+#: function holding each value until the next point, markers at every point, or a vertical
+#: stroke from `low` to `high` at each point's x (a range such as a SACK block).
+Mark = Literal["line", "steps", "points", "strokes"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,8 @@ class Series:
     joined: bool = True
     #: a reference curve (theory, link rate): thin, black, not a data series
     reference: bool = False
+    #: time series only: how the points are drawn
+    mark: Mark = "line"
 
 
 @dataclass

@@ -19,6 +19,7 @@ from ..scenario.topology import bottleneck_link_names, direction, pep_mode
 
 if TYPE_CHECKING:
     from ..tools.demo import DemoRow
+    from ..trace.request import TraceOutput
 
 
 #: How the CUBIC response function is labelled wherever it is shown.
@@ -214,6 +215,20 @@ def print_run(result: RunResult, series_path: str | None = None) -> None:
         )
     if series_path is not None:
         console.print(f"series written to {series_path}")
+
+
+def print_trace(trace: TraceOutput) -> None:
+    """One line per capture file written, and the event log."""
+    console = wide_console()
+    for c in trace.captures:
+        console.print(
+            escape(
+                f"capture {c.path} ({c.side} of {c.segment}): {c.packets:,} packets, "
+                f"{c.bytes / 1e6:.1f} MB"
+            )
+        )
+    if trace.events is not None:
+        console.print(escape(f"event log {trace.events}: {trace.event_count:,} events"))
 
 
 def print_catalogue(catalogue: Sequence[CcaInfo]) -> None:

@@ -23,7 +23,7 @@ from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from ..errors import ScenarioError
-from .chart import Chart, Panel
+from .chart import Chart, Panel, Point, Series
 from .labels import format_number
 from .plotspecs import check_figure_path
 from .style import HATCHES, Style
@@ -226,10 +226,7 @@ def _lines(ax: Axes, panel: Panel, index: int, style: Style, over_time: bool) ->
         }
         gid = f"pts-{index}-{j}"
         if over_time:
-            kw["markevery"] = max(1, len(pts) // _MARKS_PER_LINE)
-            kw["ms"] = style.marker_size * 0.8
-            (line,) = ax.plot([float(p.x) for p in pts], [p.y for p in pts], label=s.label, **kw)
-            line.set_gid(gid)
+            _over_time(ax, s, pts, kw, style, gid)
             continue
         for group, label, joined in ((pts, s.label, s.joined), (zeros, "_zero", False)):
             if not group:
@@ -249,6 +246,34 @@ def _lines(ax: Axes, panel: Panel, index: int, style: Style, over_time: bool) ->
         ax.set_xscale("log")
         if zero is not None:
             _zero_break(ax, panel, style)
+
+
+def _over_time(
+    ax: Axes, s: Series, pts: Sequence[Point], kw: dict[str, Any], style: Style, gid: str
+) -> None:
+    """A time series drawn as `s.mark` says (see `chart.Mark`)."""
+    xs, ys = [float(p.x) for p in pts], [p.y for p in pts]
+    if s.mark == "strokes":
+        drawn = ax.vlines(
+            xs,
+            [p.low for p in pts],
+            [p.high for p in pts],
+            colors=s.style.colour,
+            linewidth=style.line_width * 1.6,
+            alpha=0.55,
+            label=s.label,
+        )
+        drawn.set_gid(gid)
+        return
+    if s.mark == "points":
+        kw = {**kw, "ls": "none", "ms": style.marker_size * 0.55}
+    elif s.mark == "steps":
+        kw = {**kw, "drawstyle": "steps-post", "marker": "none"}
+    else:
+        kw = {**kw, "markevery": max(1, len(pts) // _MARKS_PER_LINE)}
+        kw["ms"] = style.marker_size * 0.8
+    (line,) = ax.plot(xs, ys, label=s.label, **kw)
+    line.set_gid(gid)
 
 
 def _x(x: float | str, zero: float | None) -> float:

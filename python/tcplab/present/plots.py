@@ -36,8 +36,10 @@ def chart(
     store: Store,
     selection: Selection | None = None,
     view: StudyView | None = None,
+    reruns: dict[str, Any] | None = None,
 ) -> Chart:
-    """The data of plot kind `name` for one study revision's runs."""
+    """The data of plot kind `name` for one study revision's runs (`reruns`: stored runs
+    simulated again for the packet-level kinds, kept between figures by the caller)."""
     spec = PLOTS.get(name)
     if spec is None:
         raise ScenarioError(f"--kind = {name!r}: unknown plot; allowed: {', '.join(PLOTS)}")
@@ -50,6 +52,10 @@ def chart(
         return summary_chart(spec, view)
     if spec.kind == "shares":
         return shares_chart(spec, view, runs, store, sel)
+    if spec.kind == "trace":
+        from .trace_plot import chart_from_run
+
+        return chart_from_run(name, store, view, runs, sel, reruns=reruns)
     return series_chart(spec, view, runs, store, sel)
 
 

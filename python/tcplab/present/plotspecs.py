@@ -2,7 +2,8 @@
 so the CLI can list them without loading matplotlib).
 
 `summary` kinds show a run metric over the study's grid, `series` kinds a sampled quantity
-over time in chosen runs, `shares` each flow's share of the goodput over time. A kind that
+over time in chosen runs, `shares` each flow's share of the goodput over time, `trace`
+kinds one run packet by packet (simulated again with tracing, `present.trace_plot`). A kind that
 says something only about several flows (`needs_flows = 2`) is refused on a study whose runs
 have one flow, with `per_flow_reason` as the reason.
 """
@@ -14,7 +15,7 @@ from typing import Final, Literal
 
 from ..errors import ScenarioError
 
-Kind = Literal["summary", "series", "shares"]
+Kind = Literal["summary", "series", "shares", "trace"]
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,22 @@ PLOTS: Final[dict[str, PlotSpec]] = {
             "goodput (payload delivered in order) in each interval",
             1e-6,
             link_bounded=True,
+        ),
+        PlotSpec(
+            "tseq",
+            "Time-sequence graph",
+            "trace",
+            "seq_bytes",
+            "relative sequence number",
+            "Stevens time-sequence graph of one connection at the sender side of the bottleneck",
+        ),
+        PlotSpec(
+            "cwnd-events",
+            "Congestion window at every change",
+            "trace",
+            "cwnd_bytes",
+            "window (kB)",
+            "cwnd and ssthresh at every change, from the event log",
         ),
         PlotSpec(
             "shares",

@@ -16,6 +16,7 @@ import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd  # type: ignore[import-untyped]
 
@@ -223,15 +224,29 @@ def _section(
     out.append(f"<{h2}>Figures</{h2}>")
     view = view_of(runs, {**info, "study": study, "revision": revision})
     style = make_style("web")
-    for name in plots or [n for n, spec in PLOTS.items() if supported(spec, view)]:
-        c = chart(name, runs, store, view=view)
-        svg = to_svg(render(c, style, caption=False))
-        anchor = html.escape(f"fig-{study}-{name}")
-        out.append(
-            f"<figure class='fig' id='{anchor}' data-kind='{html.escape(name)}'>{svg}"
-            f"<figcaption><b>{html.escape(c.title)}.</b> {html.escape(c.caption)}</figcaption>"
-            "</figure>"
-        )
+    reruns: dict[str, Any] = {}  # the representative run, simulated again for its packets
+    try:
+        for name in plots or [n for n, spec in PLOTS.items() if supported(spec, view)]:
+            try:
+                c = chart(name, runs, store, view=view, reruns=reruns)
+            except ScenarioError as exc:
+                if PLOTS[name].kind != "trace":
+                    raise
+                out.append(
+                    f"<p class='meta' data-kind='{html.escape(name)}'>"
+                    f"{html.escape(PLOTS[name].title)}: not drawn ({html.escape(str(exc))}).</p>"
+                )
+                continue
+            svg = to_svg(render(c, style, caption=False))
+            anchor = html.escape(f"fig-{study}-{name}")
+            out.append(
+                f"<figure class='fig' id='{anchor}' data-kind='{html.escape(name)}'>{svg}"
+                f"<figcaption><b>{html.escape(c.title)}.</b> {html.escape(c.caption)}"
+                "</figcaption></figure>"
+            )
+    finally:
+        for rerun in reruns.values():
+            rerun.close()
     out.append(f"<{h2}>Results (mean over repetitions, 95 % confidence interval)</{h2}>")
     out.append(summary_table(agg, view))
     out.append(f"<{h2}>Provenance</{h2}>")

@@ -30,6 +30,7 @@ _HINTS: Final = {
     "ip": "install iproute2",
     "tc": "install iproute2",
     "ethtool": "install it with `make system-deps` (Debian package ethtool)",
+    "tcpdump": "install it with `make system-deps` (Debian package tcpdump)",
 }
 
 

@@ -28,7 +28,8 @@ from ..results.parse import RunResult
 from ..scenario.load import Overrides, ScenarioSource, load_scenario, override_pairs
 from ..scenario.normalize import normalize
 from ..scenario.topology import base_rtt_ns, pep_mode
-from . import commands, features, fileflow, machine_lock, netem
+from ..trace.request import CaptureFile, TraceOutput
+from . import capture, commands, features, fileflow, machine_lock, netem
 from .bins import require_binary
 from .cleanup import new_run_id
 from .convert import FlowRun, result_json, run_errors
@@ -133,9 +134,17 @@ _ALLOWED_LINKS: Final = ", ".join(netem.LINK_CHOICES)
 
 def choose_link(plan: Plan, options: EmulateOptions) -> Plan:
     """`plan` with its link backend: netem when asked for or (auto) when the scenario fits
-    netem + tbf and the kernel has the qdiscs, else tcplab-emu. A note says which and why."""
+    netem + tbf and the kernel has the qdiscs, else tcplab-emu. A note says which and why.
+    Packet captures are taken on the emulator's TUN devices: they need tcplab-emu."""
     if options.link == "emu":
         return replace(plan, notes=(*plan.notes, "links: tcplab-emu (--link emu)"))
+    if options.capture is not None:
+        if options.link == "netem":
+            raise ScenarioError(
+                "--pcap: captures are taken on tcplab-emu's TUN devices, at both ends of the "
+                "emulated link; allowed: --link emu or auto"
+            )
+        return replace(plan, notes=(*plan.notes, "links: tcplab-emu (--pcap captures at it)"))
     refused = netem.refusal(plan)
     if refused is not None and options.link == "netem":
         raise ScenarioError(f"--link netem: {refused}")
@@ -157,7 +166,8 @@ def emulate_normalized(
 ) -> Emulation:
     """Emulate a normalized scenario (docs/interface.md)."""
     options = options or EmulateOptions()
-    features.check_base(("tcplab-pep",) if has_peps(normalized) else ())
+    needed = ("tcpdump",) if options.capture is not None else ()
+    features.check_base((*needed, "tcplab-pep") if has_peps(normalized) else needed)
     features.check_ccas(kernel_cca_fields(normalized))
     run_id = new_run_id()
     plan = plan_topology(normalized, run_id, _interception(normalized, options, run_id))
@@ -167,8 +177,19 @@ def emulate_normalized(
     with machine_lock.exclusive(options.say):
         started = time.perf_counter()
         with topology(plan, normalized, options, int(normalized["duration_ns"])) as topo:
+            capturing = None
+            if options.capture is not None:
+                capturing = capture.start(topo, options.capture)
             runs = _run_traffic(topo, normalized)
             report = topo.stop_emulator()
+            captured: tuple[CaptureFile, ...] = ()
+            if capturing is not None and topo.t0_real_ns is not None:
+                captured, lost = capture.finish(
+                    capturing, topo.t0_real_ns, _capture_comment(normalized, plan.link)
+                )
+                plan = replace(plan, notes=(*plan.notes, *lost))
+                for note in lost:
+                    options.say(note)
         wall_s = time.perf_counter() - started
     errors = run_errors(runs)
     if errors:
@@ -180,9 +201,21 @@ def emulate_normalized(
     version = f"emulated: Linux {platform.release()}, {', '.join(tools)}, {links}"
     data = result_json(normalized, runs, report, plan.interval_ns, version)
     result = RunResult.from_json(data, wall_s=wall_s, scenario=normalized)
+    if options.capture is not None:
+        result = replace(result, trace=TraceOutput(captures=captured))
     kept = plan.namespaces if options.keep else ()
     return Emulation(
         result, plan.notes, report, kept, plan.link, data, recording(normalized, runs, report)
+    )
+
+
+def _capture_comment(normalized: Mapping[str, Any], link: str) -> str:
+    from ..scenario.normalize import scenario_hash
+
+    return (
+        f"tcplab emulation of scenario {normalized.get('name', '')!r} on Linux "
+        f"{platform.release()} (links: {'tc netem' if link == 'netem' else 'tcplab-emu'}): "
+        f"scenario hash {scenario_hash(normalized)}, seed {normalized.get('seed')}"
     )
 
 

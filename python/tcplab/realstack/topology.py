@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import signal
 import tempfile
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -36,6 +37,8 @@ class Topology:
     measure_ns: int = 0
     emu: Proc | None = None
     qdiscs_at_start: dict[str, netem.Counters] | None = None
+    #: the scenario's t = 0 on the real-time clock (ns since the epoch; packet captures)
+    t0_real_ns: int | None = None
 
     def start(self, name: str, ns: str, argv: list[str], out: Path | None) -> Proc:
         """A child in namespace `ns`, killed at cleanup if it is still running."""
@@ -77,6 +80,7 @@ class Topology:
     def start_measurement(self) -> None:
         """The scenario's t = 0 for the emulator's counters, series, outages and traces
         (netem: the qdiscs' counters are read, to be subtracted at the end)."""
+        self.t0_real_ns = time.time_ns()
         if self.emu is not None:
             self.emu.send_signal(signal.SIGUSR1)
         elif self.plan.link == "netem":

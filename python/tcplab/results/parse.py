@@ -27,6 +27,7 @@ from .theory import flow_bounds
 if TYPE_CHECKING:
     import pandas as pd  # type: ignore[import-untyped]
 
+    from ..trace.request import TraceOutput
     from .provenance import RunProvenance
 
 
@@ -513,6 +514,8 @@ class RunResult:
     run_info: RunProvenance | None = None
     #: the checkout the package ran from (see `provenance.git_commit`)
     git_commit: str | None = None
+    #: the captures and event log a traced run wrote (`tcplab.Trace`), else None
+    trace: TraceOutput | None = None
 
     @classmethod
     def from_json(

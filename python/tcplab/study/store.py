@@ -812,6 +812,14 @@ class Store:
         out.attrs["provenance"] = provenance
         return out
 
+    def scenario_of(self, run_id: str) -> dict[str, Any] | None:
+        """The normalized scenario a run was simulated from (None: not stored)."""
+        rows = self.query("SELECT scenario_json FROM runs WHERE run_id = ?", [run_id])
+        if not rows or not rows[0][0]:
+            return None
+        scenario: dict[str, Any] = json.loads(str(rows[0][0]))
+        return scenario
+
     def revision_info(self, study: str, revision: int | None = None) -> dict[str, Any]:
         """A revision's record: its effective definition (parsed), file text, model version,
         definition hash, description and creation time."""

@@ -1,9 +1,10 @@
 """`python -m tcplab.tools.bench` (`make bench`): wall-clock speed on the two GEO benchmarks, a
 GEO path through a distributed split-TCP PEP, how long `tcplab --version`, `--help` and
-`run --help` take to start and `tcplab run` takes on the GEO scenario as a whole process, the
-scaling table (`scaling`: cost per delivered packet against flows, link rate and run
-length) and a published study end to end with its report (`studybench`: runs per second,
-the share of the sweep spent in the core, the report's time).
+`run --help` take to start and `tcplab run` takes on the GEO scenario as a whole process, what
+packet captures and the event log cost (`trace_bench`), the scaling table (`scaling`: cost per
+delivered packet against flows, link rate and run length) and a published study end to end
+with its report (`studybench`: runs per second, the share of the sweep spent in the core, the
+report's time).
 
 Each scenario runs `--repeat` times one after the other (never in parallel, so runs do not
 compete for cores); the best wall time is reported, as is usual for benchmarks, because noise
@@ -35,6 +36,8 @@ from ..scenario.load import load_scenario
 from .demo import builtin_scenario
 from .scaling import print_scaling, run_scaling
 from .studybench import print_study_benchmarks, run_study_benchmarks
+from .trace_bench import describe as describe_trace
+from .trace_bench import run_trace_benchmark
 
 NS3_GEO4_WALL_S: Final = (12.0, 20.0)  # for 600 s simulated
 NS3_GEO50_DELIVERED_PKTS_PER_S: Final = 360.0
@@ -237,6 +240,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"start-up {row.command}: {row.best_s:.3f} s, {row.above_baseline_s:+.3f} s against "
             f"the interpreter with pydantic ({row.baseline_s:.3f} s); best of 10"
         )
+    trace = run_trace_benchmark(args.repeat, args.duration)
+    print(describe_trace(trace))
     geo_process_s = run_geo_process_benchmark()
     print(
         f"tcplab run geo-sat.toml (600 s simulated), whole process: {geo_process_s:.3f} s"
@@ -266,6 +271,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "benchmarks": [asdict(row) for row in rows],
         "studies": [row.as_dict() for row in studies],
         "geo_run_process_s": geo_process_s,
+        "tracing": {**asdict(trace), "null_ratio": trace.null_ratio},
         "scaling": [point.as_dict() for point in scaling],
         "startup": [{**asdict(row), "above_baseline_s": row.above_baseline_s} for row in startup],
     }

@@ -382,7 +382,25 @@ pub trait CongestionControl {
     /// The send timer fired at `w.now`: the controller may open the window (e.g. add a
     /// burst to cwnd); the sender transmits right after.
     fn on_send_timer(&mut self, _w: &mut Window) {}
+
+    /// The controller's own state machine, for event logs (BBR's mode, and BBRv3's phase
+    /// of PROBE_BW): one of `PHASES`, or `None` for algorithms without one.
+    fn phase(&self) -> Option<&'static str> {
+        None
+    }
 }
+
+/// Every name `CongestionControl::phase` returns (the event log stores an index into it).
+pub const PHASES: &[&str] = &[
+    "startup",
+    "drain",
+    "probe_bw",
+    "probe_rtt",
+    "probe_bw_down",
+    "probe_bw_cruise",
+    "probe_bw_refill",
+    "probe_bw_up",
+];
 
 #[cfg(test)]
 mod tests {

@@ -122,6 +122,9 @@ macro_rules! registry {
             fn on_send_timer(&mut self, w: &mut Window) {
                 match self { $($( Cc::$V(c) => c.on_send_timer(w), )?)* }
             }
+            fn phase(&self) -> Option<&'static str> {
+                match self { $($( Cc::$V(c) => c.phase(), )?)* }
+            }
         }
     };
 }

@@ -204,6 +204,12 @@ impl PacketPool {
         &self.heads[i as usize]
     }
 
+    /// SACK blocks of packet `i` (empty when it has none).
+    #[inline]
+    pub fn sacks(&self, i: u32) -> &[SackBlock] {
+        &self.sacks[i as usize][..self.heads[i as usize].n_sack as usize]
+    }
+
     #[inline]
     pub fn get_mut(&mut self, i: u32) -> &mut PacketHead {
         &mut self.heads[i as usize]

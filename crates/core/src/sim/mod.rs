@@ -4,10 +4,12 @@
 //!
 //! The event loop here moves packets between links and endpoints and keeps the endpoints'
 //! timers in the event queue; `flow` plans the user flows and their connections, `relay`
-//! joins the connections of a flow split by PEPs, `series` samples per-interval counters.
+//! joins the connections of a flow split by PEPs, `series` samples per-interval counters,
+//! `trace` writes packet captures and event logs when a run asks for them.
 pub mod flow;
 pub mod relay;
 pub mod series;
+pub mod trace;
 
 use crate::engine::event::EventQueue;
 use crate::engine::time::{SimDuration, SimTime};
@@ -20,6 +22,7 @@ use crate::tcp::ns2;
 use flow::{Flow, FlowKind};
 use relay::RelayIndex;
 use series::{SeriesOut, SeriesRecorder};
+use trace::Tracer;
 
 /// Something that happens at an instant.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -86,6 +89,8 @@ pub struct Simulation {
     finished: bool,
     /// A streamed series failed: the run stops at once (`api` reports why).
     halted: bool,
+    /// Packet captures and the event log, when asked for (`set_tracer`).
+    tracer: Option<Box<Tracer>>,
 }
 
 impl Simulation {
@@ -125,6 +130,7 @@ impl Simulation {
             counters: PacketCounters::default(),
             finished: false,
             halted: false,
+            tracer: None,
         })
     }
 
@@ -146,6 +152,16 @@ impl Simulation {
     /// Packets alive in the pool (memory bound check).
     pub fn live_packets(&self) -> usize {
         self.pool.live()
+    }
+
+    /// Observe this run with `tracer` (before it starts).
+    pub fn set_tracer(&mut self, tracer: Tracer) {
+        self.tracer = Some(Box::new(tracer));
+    }
+
+    /// The tracer, to finish its outputs after the run.
+    pub fn take_tracer(&mut self) -> Option<Tracer> {
+        self.tracer.take().map(|t| *t)
     }
 
     /// Run to the end of the scenario.
@@ -257,6 +273,11 @@ impl Simulation {
         if side == Side::Receiver && self.conns[conn as usize].ns2_sink {
             self.out.iter_mut().for_each(ns2::sink::rewrite);
         }
+        if let Some(t) = self.tracer.as_deref_mut() {
+            if side == Side::Sender {
+                t.after_sender(now, conn, &self.conns[conn as usize], &self.out);
+            }
+        }
         self.inject(now, route);
         self.sync_timers(conn, side);
     }
@@ -291,6 +312,9 @@ impl Simulation {
             (p.route, p.hop, p.wire_bytes, p.has(pflags::ECT))
         };
         let link_id = self.topo.routes[route as usize].links[hop as usize];
+        if let Some(t) = self.tracer.as_deref_mut() {
+            t.ingress(now, link_id, idx, &self.pool);
+        }
         let link = &mut self.topo.links[link_id as usize];
         match link.offer(now, idx, wire, ect) {
             Admission::Arrives { at, ce } => {
@@ -352,6 +376,9 @@ impl Simulation {
         let (idx, next) = self.topo.links[link_id as usize].pop();
         if let Some(t) = next {
             self.queue.schedule(t, Event::LinkDeliver { link: link_id });
+        }
+        if let Some(t) = self.tracer.as_deref_mut() {
+            t.egress(now, link_id, idx, &self.pool);
         }
         let (route, hop) = {
             let p = self.pool.get_mut(idx);

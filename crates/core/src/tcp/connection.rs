@@ -171,6 +171,18 @@ impl AnySender {
     }
 }
 
+/// The options a connection runs with, as its two ends negotiated them in the handshake
+/// (what a packet trace shows).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Negotiated {
+    /// Payload bytes per full segment.
+    pub mss_bytes: u32,
+    pub timestamps: bool,
+    pub sack: bool,
+    pub ecn: bool,
+    pub window_scaling: bool,
+}
+
 /// One TCP connection — a whole flow end to end, or one leg of it between split-TCP PEPs
 /// — with both endpoints and the earliest pending heap event per timer slot.
 pub struct Connection {
@@ -184,12 +196,19 @@ pub struct Connection {
     pub leg: u8,
     /// ACKs are rewritten to ns-2 `TCPSink` sizes (`tcp::ns2::sink`).
     pub(crate) ns2_sink: bool,
+    pub negotiated: Negotiated,
     pub(crate) scheduled: [[Option<SimTime>; 4]; 2],
 }
 
 impl Connection {
-    fn new(spec: &ConnSpec<'_>, sender: AnySender, receiver: Receiver) -> Connection {
+    fn new(
+        spec: &ConnSpec<'_>,
+        negotiated: Negotiated,
+        sender: AnySender,
+        receiver: Receiver,
+    ) -> Connection {
         Connection {
+            negotiated,
             cca: spec.cca.to_string(),
             start: spec.start,
             app: spec.app,
@@ -303,7 +322,19 @@ pub fn build(seed: u64, spec: &ConnSpec<'_>) -> Result<Connection, ConfigError> 
         sender.ts_offset = ts_rng.below(1 << 32) * 1_000_000;
         receiver.ts_offset = ts_rng.below(1 << 32) * 1_000_000;
     }
-    Ok(Connection::new(spec, AnySender::Linux(sender), receiver))
+    let negotiated = Negotiated {
+        mss_bytes: t.mss_bytes,
+        timestamps: t.timestamps,
+        sack,
+        ecn,
+        window_scaling: t.window_scaling,
+    };
+    Ok(Connection::new(
+        spec,
+        negotiated,
+        AnySender::Linux(sender),
+        receiver,
+    ))
 }
 
 /// A connection running an ns-2 agent, with a receiver that behaves as ns-2's `TCPSink`
@@ -344,5 +375,17 @@ fn ns2_conn(
     };
     let mut receiver = Receiver::new(id, rcfg);
     receiver.relay_limit = spec.relay_limit;
-    Ok(Connection::new(spec, AnySender::Ns2(agent), receiver))
+    let negotiated = Negotiated {
+        mss_bytes: t.mss_bytes,
+        timestamps: t.timestamps,
+        sack: kind.uses_sack(),
+        ecn: false,
+        window_scaling: t.window_scaling,
+    };
+    Ok(Connection::new(
+        spec,
+        negotiated,
+        AnySender::Ns2(agent),
+        receiver,
+    ))
 }

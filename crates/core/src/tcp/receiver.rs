@@ -211,6 +211,11 @@ impl Receiver {
         }
     }
 
+    /// The scenario's `rwnd` as this receiver applies it (for traces).
+    pub fn rwnd_bytes(&self) -> u64 {
+        self.cfg.rwnd_bytes
+    }
+
     /// Bytes held out of order (for tests and traces).
     pub fn ofo_bytes(&self) -> u64 {
         self.ofo_bytes

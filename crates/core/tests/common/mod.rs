@@ -150,3 +150,18 @@ pub fn assert_conservation(sim: &Simulation) {
         sim.counters.delivered + drops + sim.packets_on_links()
     );
 }
+
+/// A trace of the bottleneck's captures (128-byte frames) into `dir`, with the raw event log
+/// `dir/events.bin` if `events`.
+pub fn trace_spec(dir: &std::path::Path, events: bool) -> tcplab_core::sim::trace::TraceSpec {
+    tcplab_core::sim::trace::TraceSpec {
+        pcap_dir: Some(dir.display().to_string()),
+        links: vec![],
+        flows: None,
+        from_ns: 0,
+        to_ns: None,
+        snaplen_bytes: 128,
+        events_path: events.then(|| dir.join("events.bin").display().to_string()),
+        comment: "test".into(),
+    }
+}

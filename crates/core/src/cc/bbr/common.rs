@@ -46,6 +46,18 @@ pub enum Mode {
     ProbeRtt,
 }
 
+impl Mode {
+    /// Its name in event logs (`cc::PHASES`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Startup => "startup",
+            Mode::Drain => "drain",
+            Mode::ProbeBw => "probe_bw",
+            Mode::ProbeRtt => "probe_rtt",
+        }
+    }
+}
+
 /// Linux `after(a, b)` on 32-bit wrapping counters (jiffies).
 #[inline]
 pub fn after(a: u32, b: u32) -> bool {

@@ -479,6 +479,10 @@ impl Bbr {
 }
 
 impl CongestionControl for Bbr {
+    fn phase(&self) -> Option<&'static str> {
+        Some(self.c.mode.name())
+    }
+
     /// Linux `bbr_ssthresh`: entering loss recovery only saves cwnd (for the restore).
     fn on_congestion_event(&mut self, w: &mut Window, _kind: LossKind) -> u32 {
         self.ensure_init(w);

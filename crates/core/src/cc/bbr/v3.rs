@@ -986,6 +986,16 @@ impl Bbr3 {
 }
 
 impl CongestionControl for Bbr3 {
+    fn phase(&self) -> Option<&'static str> {
+        Some(match (self.c.mode, self.c.cycle_idx) {
+            (Mode::ProbeBw, PROBE_DOWN) => "probe_bw_down",
+            (Mode::ProbeBw, PROBE_CRUISE) => "probe_bw_cruise",
+            (Mode::ProbeBw, PROBE_REFILL) => "probe_bw_refill",
+            (Mode::ProbeBw, PROBE_UP) => "probe_bw_up",
+            (mode, _) => mode.name(),
+        })
+    }
+
     fn on_ack_event(&mut self, w: &mut Window, flags: AckFlags) {
         self.ensure_init(w);
         self.ack_ece = flags.ece;

@@ -291,6 +291,16 @@ impl Sender {
         self.w.ssthresh as u64 * self.cfg.tcp.mss_bytes as u64
     }
 
+    /// The rate the sender paces at, in bits per second (`None`: it does not pace).
+    pub fn pacing_rate_bps(&self) -> Option<u64> {
+        self.pacing_rate_bytes().map(|r| r.saturating_mul(8))
+    }
+
+    /// Segments marked lost so far (Linux `tp->lost`).
+    pub fn lost_segments(&self) -> u64 {
+        self.lost_total
+    }
+
     /// All of the application's data has been acknowledged.
     pub fn finished(&self) -> bool {
         self.app_total != u64::MAX && self.snd_una >= self.app_total

@@ -1,0 +1,459 @@
+//! Observation of a run: pcapng packet captures and the senders' event log.
+//!
+//! A `Tracer` is handed to the simulation before it runs (`Simulation::set_tracer`); the
+//! event loop calls it at three points only, each behind one `Option` check, so a run
+//! without one does no extra work:
+//!
+//! - a packet offered to a link (`ingress`), before the link's queue, loss or AQM decide
+//!   anything — what `tcpdump` on the router in front of the link would see leaving;
+//! - a packet reaching a link's far end (`egress`) — what the router behind it receives;
+//! - a data sender that acted (`after_sender`), for the event log (`events`).
+//!
+//! Capture points are the two ends of a path segment (the dumbbell's `bottleneck`, or a
+//! `[path]` segment by name): the *sender side* (the node towards the data sender, where
+//! data enters the segment and ACKs leave it) and the *receiver side* (towards the data
+//! receiver). A
+//! packet dropped on the segment — queue, error, outage, AQM — is in the sender-side file
+//! and not in the receiver-side one. Each capture point is one pcapng file with both
+//! directions (`<segment>.sender-side.pcapng`), so Wireshark's TCP analysis pairs data and
+//! ACKs; frames are built by `frame` and written by `pcapng` as they happen, so memory
+//! does not grow with the run.
+//!
+//! Filters: flows (by index), a time window `[from, to)` and the segments; the event log
+//! takes the flows and the window. Tracing only reads the simulation's state: the
+//! initial sequence numbers come from random substreams of their own, and a traced run's
+//! results are bit-identical to an untraced one's.
+pub mod convert;
+pub mod events;
+pub mod frame;
+pub mod pcapng;
+
+use crate::engine::rng::SimRng;
+use crate::engine::time::SimTime;
+use crate::net::packet::{PacketHead, PacketPool};
+use crate::net::topology::Dest;
+use crate::scenario::AppConfig;
+use crate::sim::Simulation;
+use crate::tcp::connection::Connection;
+use crate::tcp::linux::sender::REQUEST_BYTES;
+use crate::tcp::rcvbuf::{RcvBufPolicy, RcvSpace, TCP_RMEM_MAX_BYTES};
+use events::EventLog;
+use frame::{ConnWire, Dir, Frame};
+use pcapng::{Direction, PcapngWriter};
+use serde::{Deserialize, Serialize};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+/// Default bytes kept of each frame: every header (Ethernet 14 + IPv4 20 + TCP ≤ 60).
+pub const DEFAULT_SNAPLEN_BYTES: u32 = 128;
+/// Largest snap length (a full 64 KiB frame).
+pub const MAX_SNAPLEN_BYTES: u32 = 262_144;
+/// Output buffer per file.
+const WRITE_BUFFER_BYTES: usize = 1 << 20;
+/// The two capture points of a segment, as their files name them: where data enters it
+/// (towards the data sender) and where it leaves it.
+pub const SIDES: [&str; 2] = ["sender-side", "receiver-side"];
+
+/// The file of capture point `side` of segment `segment`.
+pub fn capture_file_name(segment: &str, side: &str) -> String {
+    format!("{segment}.{side}.pcapng")
+}
+
+/// What to trace (JSON from the Python layer; `docs/interface.md`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceSpec {
+    /// Directory for the pcapng files (`None`: no capture).
+    #[serde(default)]
+    pub pcap_dir: Option<String>,
+    /// Segments to capture at, by name (empty: the bottleneck segment).
+    #[serde(default)]
+    pub links: Vec<String>,
+    /// Flows to trace, by index (`None`: all).
+    #[serde(default)]
+    pub flows: Option<Vec<u32>>,
+    /// Time window `[from_ns, to_ns)` (`to_ns` `None`: to the end).
+    #[serde(default)]
+    pub from_ns: u64,
+    #[serde(default)]
+    pub to_ns: Option<u64>,
+    /// Bytes kept of each frame.
+    #[serde(default = "default_snaplen")]
+    pub snaplen_bytes: u32,
+    /// File for the raw event log (`None`: none); see `events::format_json`.
+    #[serde(default)]
+    pub events_path: Option<String>,
+    /// Written into each capture's section header (what run this is).
+    #[serde(default)]
+    pub comment: String,
+}
+
+fn default_snaplen() -> u32 {
+    DEFAULT_SNAPLEN_BYTES
+}
+
+/// What a traced run wrote.
+#[derive(Debug, Clone, Serialize)]
+pub struct TraceReport {
+    pub captures: Vec<CaptureReport>,
+    pub events: Option<EventsReport>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CaptureReport {
+    pub path: String,
+    pub segment: String,
+    pub side: &'static str,
+    pub packets: u64,
+    pub bytes: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct EventsReport {
+    pub path: String,
+    pub records: u64,
+}
+
+type Out = BufWriter<File>;
+
+/// One capture file.
+struct Capture {
+    writer: PcapngWriter<Out>,
+    path: PathBuf,
+    segment: String,
+    side: &'static str,
+}
+
+/// Which capture a link's ingress and egress feed, and the direction packets have there.
+#[derive(Copy, Clone, Default)]
+struct Tap {
+    ingress: Option<(u16, Direction)>,
+    egress: Option<(u16, Direction)>,
+}
+
+/// The observer of one run.
+pub struct Tracer {
+    from_ns: u64,
+    to_ns: u64,
+    snaplen: usize,
+    /// Per user flow: traced?
+    flows: Vec<bool>,
+    /// Per connection: its flow and its headers.
+    conn_flow: Vec<u32>,
+    wires: Vec<ConnWire>,
+    /// Flow of each UDP route (routes after the connections' two each).
+    udp_route_flow: Vec<u32>,
+    taps: Vec<Tap>,
+    captures: Vec<Capture>,
+    events: Option<(EventLog<Out>, PathBuf)>,
+    frame: Vec<u8>,
+    /// The first write error (then nothing more is written).
+    error: Option<String>,
+}
+
+fn create(path: &Path) -> Result<Out, String> {
+    File::create(path)
+        .map(|f| BufWriter::with_capacity(WRITE_BUFFER_BYTES, f))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// The headers connection `c` shows (see `frame`).
+fn conn_wire(seed: u64, c: &Connection) -> ConnWire {
+    let n = c.negotiated;
+    let (sender_ip, receiver_ip, opener_port) = frame::flow_addresses(c.flow);
+    let mut rng = SimRng::substream(seed, &format!("trace/flow/{}/leg{}/isn", c.flow, c.leg));
+    let isn_sender = rng.below(1 << 32) as u32;
+    let isn_receiver = rng.below(1 << 32) as u32;
+    // The data sender's socket is a Linux default one that never receives data: its
+    // window stays the initial one, with the scale its buffer gives.
+    let sender_socket = RcvSpace::new(
+        RcvBufPolicy::Autotune,
+        TCP_RMEM_MAX_BYTES,
+        n.mss_bytes,
+        n.window_scaling,
+    );
+    let receiver_scale = match c.receiver.rcv_space() {
+        Some(space) => space.wscale,
+        // ns-2's sink: the smallest shift that lets 16 bits carry its window.
+        None => (0..14)
+            .find(|s| c.receiver.rwnd_bytes() >> s <= 0xffff)
+            .unwrap_or(14),
+    };
+    // A bulk sender opens its connection (iperf-like), a file client its own.
+    let (request_bytes, file_bytes, sender_port, receiver_port) = match c.app {
+        AppConfig::File { size_bytes } => (
+            REQUEST_BYTES,
+            Some(size_bytes),
+            frame::LISTEN_PORT,
+            opener_port,
+        ),
+        _ => (0, None, opener_port, frame::LISTEN_PORT),
+    };
+    ConnWire {
+        sender_ip,
+        receiver_ip,
+        sender_port,
+        receiver_port,
+        isn_sender,
+        isn_receiver,
+        timestamps: n.timestamps,
+        sack: n.sack,
+        ecn: n.ecn,
+        wscale_sender: n.window_scaling.then_some(sender_socket.wscale as u8),
+        wscale_receiver: n.window_scaling.then_some(receiver_scale as u8),
+        mss_option: (n.mss_bytes + if n.timestamps { 12 } else { 0 }) as u16,
+        sender_window_bytes: sender_socket.rcv_wnd,
+        request_bytes,
+        file_bytes,
+    }
+}
+
+impl Tracer {
+    /// Open the outputs `spec` asks for on simulation `sim` (before it runs). Errors are one
+    /// line naming the field or the file.
+    pub fn new(spec: &TraceSpec, sim: &Simulation) -> Result<Tracer, String> {
+        let topo = &sim.topo;
+        let n_flows = sim.flows.len();
+        let flows = match &spec.flows {
+            None => vec![true; n_flows],
+            Some(list) => {
+                let mut v = vec![false; n_flows];
+                for &f in list {
+                    let slot = v.get_mut(f as usize).ok_or_else(|| {
+                        format!(
+                            "trace.flows: no flow {f}; the scenario has flows 0 to {}",
+                            n_flows.saturating_sub(1)
+                        )
+                    })?;
+                    *slot = true;
+                }
+                v
+            }
+        };
+        let to_ns = spec.to_ns.unwrap_or(u64::MAX);
+        if spec.from_ns >= to_ns {
+            return Err(format!(
+                "trace window: from {} ns must be before to {} ns",
+                spec.from_ns, to_ns
+            ));
+        }
+        if !(64..=MAX_SNAPLEN_BYTES).contains(&spec.snaplen_bytes) {
+            return Err(format!(
+                "trace.snaplen_bytes = {}: must be in [64, {MAX_SNAPLEN_BYTES}]",
+                spec.snaplen_bytes
+            ));
+        }
+        let mut taps = vec![Tap::default(); topo.links.len()];
+        let mut captures = Vec::new();
+        if let Some(dir) = &spec.pcap_dir {
+            let names: Vec<&str> = topo.segments.iter().map(|s| s.0.as_str()).collect();
+            let chosen: Vec<usize> = if spec.links.is_empty() {
+                let b = topo
+                    .segments
+                    .iter()
+                    .position(|s| s.1 == topo.bottleneck_fwd);
+                b.into_iter().collect()
+            } else {
+                let mut v = Vec::new();
+                for l in &spec.links {
+                    let i = names.iter().position(|n| n == l).ok_or_else(|| {
+                        format!(
+                            "trace.links: unknown segment {l:?}; allowed: {}",
+                            names.join(", ")
+                        )
+                    })?;
+                    if !v.contains(&i) {
+                        v.push(i);
+                    }
+                }
+                v
+            };
+            let application = format!(
+                "tcplab-core {} (model {})",
+                crate::VERSION,
+                crate::MODEL_VERSION
+            );
+            for s in chosen {
+                let (name, fwd, rev) = &topo.segments[s];
+                for (side, ingress_link, egress_link) in
+                    [(SIDES[0], *fwd, *rev), (SIDES[1], *rev, *fwd)]
+                {
+                    let path = Path::new(dir).join(capture_file_name(name, side));
+                    let description = format!(
+                        "{side} of segment {name:?}: packets entering it ({}) and leaving it ({})",
+                        topo.links[ingress_link as usize].name,
+                        topo.links[egress_link as usize].name
+                    );
+                    let if_name = format!("{name}.{side}");
+                    let header = pcapng::Header {
+                        comment: &spec.comment,
+                        application: &application,
+                        if_name: &if_name,
+                        if_description: &description,
+                        linktype: pcapng::LINKTYPE_ETHERNET,
+                        snaplen: spec.snaplen_bytes,
+                    };
+                    let writer = PcapngWriter::new(create(&path)?, &header)
+                        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                    let id = captures.len() as u16;
+                    taps[ingress_link as usize].ingress = Some((id, Direction::Outbound));
+                    taps[egress_link as usize].egress = Some((id, Direction::Inbound));
+                    captures.push(Capture {
+                        writer,
+                        path,
+                        segment: name.clone(),
+                        side,
+                    });
+                }
+            }
+        }
+        let events = match &spec.events_path {
+            Some(p) => {
+                let path = PathBuf::from(p);
+                Some((EventLog::new(create(&path)?, sim.conns.len()), path))
+            }
+            None => None,
+        };
+        let n_routes = 2 * sim.conns.len();
+        let udp_route_flow = topo.routes[n_routes..]
+            .iter()
+            .map(|r| match r.dest {
+                Dest::Udp { flow } => flow,
+                Dest::Conn { .. } => u32::MAX,
+            })
+            .collect();
+        Ok(Tracer {
+            from_ns: spec.from_ns,
+            to_ns,
+            snaplen: spec.snaplen_bytes as usize,
+            flows,
+            conn_flow: sim.conns.iter().map(|c| c.flow).collect(),
+            wires: sim
+                .conns
+                .iter()
+                .map(|c| conn_wire(sim.cfg.seed, c))
+                .collect(),
+            udp_route_flow,
+            taps,
+            captures,
+            events,
+            frame: Vec::with_capacity(256),
+            error: None,
+        })
+    }
+
+    #[inline]
+    fn in_window(&self, now: SimTime) -> bool {
+        (self.from_ns..self.to_ns).contains(&now.ns())
+    }
+
+    /// Packet `idx` is offered to `link`.
+    #[inline]
+    pub fn ingress(&mut self, now: SimTime, link: u32, idx: u32, pool: &PacketPool) {
+        if let Some((cap, dir)) = self.taps[link as usize].ingress {
+            self.capture(now, cap, dir, idx, pool);
+        }
+    }
+
+    /// Packet `idx` reaches the far end of `link`.
+    #[inline]
+    pub fn egress(&mut self, now: SimTime, link: u32, idx: u32, pool: &PacketPool) {
+        if let Some((cap, dir)) = self.taps[link as usize].egress {
+            self.capture(now, cap, dir, idx, pool);
+        }
+    }
+
+    fn capture(&mut self, now: SimTime, cap: u16, d: Direction, idx: u32, pool: &PacketPool) {
+        if self.error.is_some() || !self.in_window(now) {
+            return;
+        }
+        let p: &PacketHead = pool.get(idx);
+        let route = p.route as usize;
+        let n_routes = 2 * self.wires.len();
+        let mut f = Frame {
+            buf: &mut self.frame,
+            orig_len: 0,
+        };
+        if route < n_routes {
+            let conn = route / 2;
+            if !self.flows[self.conn_flow[conn] as usize] {
+                return;
+            }
+            let dir = if route.is_multiple_of(2) {
+                Dir::ToReceiver
+            } else {
+                Dir::ToSender
+            };
+            self.wires[conn].tcp_frame(p, pool.sacks(idx), dir, self.snaplen, &mut f);
+        } else {
+            let flow = self.udp_route_flow[route - n_routes];
+            if !self.flows[flow as usize] {
+                return;
+            }
+            frame::udp_frame(flow, p, self.snaplen, &mut f);
+        }
+        let orig = f.orig_len;
+        let c = &mut self.captures[cap as usize];
+        if let Err(e) = c.writer.packet(now.ns(), &self.frame, orig, Some(d)) {
+            self.error = Some(format!("cannot write {}: {e}", c.path.display()));
+        }
+    }
+
+    /// The data sender of `conn` acted at `now`, sending `sent`.
+    #[inline]
+    pub fn after_sender(
+        &mut self,
+        now: SimTime,
+        conn: u32,
+        c: &Connection,
+        sent: &[crate::net::packet::Packet],
+    ) {
+        if self.error.is_some() || !self.flows[c.flow as usize] {
+            return;
+        }
+        let logged = self.in_window(now);
+        if let Some((log, path)) = &mut self.events {
+            if let Err(e) = log.after_sender(now, conn, c, sent, logged) {
+                self.error = Some(format!("cannot write {}: {e}", path.display()));
+            }
+        }
+    }
+
+    /// Flush every output; what was written, or the first error.
+    pub fn finish(self) -> Result<TraceReport, String> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        let mut captures = Vec::new();
+        for c in self.captures {
+            let (packets, bytes) = (c.writer.packets, c.writer.bytes);
+            let mut out = c
+                .writer
+                .finish()
+                .map_err(|e| format!("cannot write {}: {e}", c.path.display()))?;
+            out.flush()
+                .map_err(|e| format!("cannot write {}: {e}", c.path.display()))?;
+            captures.push(CaptureReport {
+                path: c.path.display().to_string(),
+                segment: c.segment,
+                side: c.side,
+                packets,
+                bytes,
+            });
+        }
+        let events = match self.events {
+            Some((log, path)) => {
+                let records = log.records;
+                log.finish()
+                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                Some(EventsReport {
+                    path: path.display().to_string(),
+                    records,
+                })
+            }
+            None => None,
+        };
+        Ok(TraceReport { captures, events })
+    }
+}

@@ -1,0 +1,227 @@
+//! Packet captures and event logs: a traced run has the untraced run's results, the two
+//! capture points of a segment differ by exactly the packets the segment lost, and the
+//! event log counts what the results count.
+mod common;
+use common::*;
+use std::path::{Path, PathBuf};
+use tcplab_core::api;
+use tcplab_core::scenario::{AppConfig, ScenarioConfig};
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tcplab-trace-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A lossy GEO run with two flows (one downloading a file) for `secs` seconds.
+fn lossy_geo(secs: u64) -> ScenarioConfig {
+    let mut cfg = Spec {
+        per: 2e-3,
+        duration_s: secs,
+        flows: 2,
+        ..Spec::geo("cubic")
+    }
+    .build();
+    cfg.flows[1].app = AppConfig::File {
+        size_bytes: 2_000_000,
+    };
+    cfg.flows[1].cca = "bbr".into();
+    cfg
+}
+
+/// One Enhanced Packet Block: time, the frame bytes kept, its original length, direction.
+struct Epb {
+    t_ns: u64,
+    data: Vec<u8>,
+    orig_len: u32,
+    flags: u32,
+}
+
+/// Read every Enhanced Packet Block of a file this crate wrote (little-endian).
+fn read_pcapng(path: &Path) -> Vec<Epb> {
+    let b = std::fs::read(path).unwrap();
+    let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap());
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let (kind, len) = (u32_at(i), u32_at(i + 4) as usize);
+        assert_eq!(u32_at(i + len - 4) as usize, len, "trailing length");
+        if kind == 6 {
+            let cap = u32_at(i + 20) as usize;
+            let opts = i + 28 + cap.div_ceil(4) * 4;
+            let flags = if opts + 8 <= i + len - 4 && u32_at(opts) == 0x0004_0002 {
+                u32_at(opts + 4)
+            } else {
+                0
+            };
+            out.push(Epb {
+                t_ns: (u32_at(i + 12) as u64) << 32 | u32_at(i + 16) as u64,
+                data: b[i + 28..i + 28 + cap].to_vec(),
+                orig_len: u32_at(i + 24),
+                flags,
+            });
+        }
+        i += len;
+    }
+    out
+}
+
+fn is_data(e: &Epb) -> bool {
+    // TCP (protocol 6) with payload: IP total length > IP header + TCP header.
+    let d = &e.data;
+    d[23] == 6 && {
+        let total = u16::from_be_bytes([d[16], d[17]]) as usize;
+        let thl = (d[14 + 20 + 12] >> 4) as usize * 4;
+        total > 20 + thl
+    }
+}
+
+#[test]
+fn a_traced_run_has_the_untraced_runs_results() {
+    let dir = tmpdir("identical");
+    let plain = api::run(lossy_geo(60)).unwrap();
+    let (traced, report) = api::run_traced(lossy_geo(60), &trace_spec(&dir, true)).unwrap();
+    assert_eq!(
+        serde_json::to_string(&plain).unwrap(),
+        serde_json::to_string(&traced).unwrap()
+    );
+    assert_eq!(report.captures.len(), 2);
+    assert!(report.captures.iter().all(|c| c.packets > 1000));
+    assert!(report.events.unwrap().records > 100);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_sender_side_sees_what_the_segment_lost_and_the_receiver_side_does_not() {
+    let dir = tmpdir("sides");
+    let cfg = lossy_geo(60);
+    let mut sim = tcplab_core::sim::Simulation::new(cfg).unwrap();
+    let tracer = tcplab_core::sim::trace::Tracer::new(&trace_spec(&dir, false), &sim).unwrap();
+    sim.set_tracer(tracer);
+    sim.run();
+    sim.take_tracer().unwrap().finish().unwrap();
+    let fwd = &sim.topo.links[sim.topo.bottleneck_fwd as usize];
+    let s = &fwd.stats;
+    let lost = s.queue_drops + s.error_drops + s.outage_drops + s.aqm_drops;
+    let on_link = fwd.in_flight().count() as u64;
+    assert!(lost > 10, "a lossy run: {lost}");
+    let sender = read_pcapng(&dir.join("bottleneck.sender-side.pcapng"));
+    let receiver = read_pcapng(&dir.join("bottleneck.receiver-side.pcapng"));
+    // Data leaves the sender side (outbound, 2) and arrives at the receiver side (inbound, 1).
+    let out = sender.iter().filter(|e| e.flags == 2).count() as u64;
+    let arrived = receiver.iter().filter(|e| e.flags == 1).count() as u64;
+    assert_eq!(out, arrived + lost + on_link);
+    // The link's counters agree with the sender side's bytes.
+    let offered_bytes: u64 = sender
+        .iter()
+        .filter(|e| e.flags == 2)
+        .map(|e| e.orig_len as u64 - 14)
+        .sum();
+    assert!(offered_bytes >= s.bytes_tx);
+    // ACKs: what enters the reverse link on the receiver side and leaves it on the sender
+    // side (a lossless, uncongested return path) are the same packets, one RTT/2 later.
+    let acks_in = receiver.iter().filter(|e| e.flags == 2).count();
+    let acks_out = sender.iter().filter(|e| e.flags == 1).count();
+    let rev = &sim.topo.links[sim.topo.bottleneck_rev as usize];
+    assert_eq!(acks_in, acks_out + rev.in_flight().count());
+    // Timestamps are non-decreasing in each file and frames are cut at the snap length.
+    for f in [&sender, &receiver] {
+        assert!(f.windows(2).all(|w| w[0].t_ns <= w[1].t_ns));
+        assert!(f
+            .iter()
+            .all(|e| e.data.len() <= 128 && e.data.len() as u32 <= e.orig_len));
+        assert!(f.iter().any(is_data));
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn filters_keep_one_flow_in_a_time_window() {
+    let dir = tmpdir("filters");
+    let mut sp = trace_spec(&dir, false);
+    sp.flows = Some(vec![1]);
+    sp.from_ns = 5_000_000_000;
+    sp.to_ns = Some(6_000_000_000);
+    api::run_traced(lossy_geo(20), &sp).unwrap();
+    let sender = read_pcapng(&dir.join("bottleneck.sender-side.pcapng"));
+    assert!(!sender.is_empty());
+    assert!(sender
+        .iter()
+        .all(|e| (5_000_000_000..6_000_000_000).contains(&e.t_ns)));
+    // Flow 1's server is 10.0.0.2, its client 10.128.0.2.
+    assert!(sender.iter().all(|e| {
+        let (src, dst) = (&e.data[26..30], &e.data[30..34]);
+        (src == [10, 0, 0, 2] && dst == [10, 128, 0, 2])
+            || (src == [10, 128, 0, 2] && dst == [10, 0, 0, 2])
+    }));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn bad_trace_requests_are_one_line_errors() {
+    let dir = tmpdir("errors");
+    let mut sp = trace_spec(&dir, false);
+    sp.links = vec!["satellite".into()];
+    let e = api::run_traced(lossy_geo(1), &sp).unwrap_err();
+    assert_eq!(
+        e,
+        "trace.links: unknown segment \"satellite\"; allowed: bottleneck"
+    );
+    let mut sp = trace_spec(&dir, false);
+    sp.flows = Some(vec![7]);
+    let e = api::run_traced(lossy_geo(1), &sp).unwrap_err();
+    assert_eq!(e, "trace.flows: no flow 7; the scenario has flows 0 to 1");
+    let sp = trace_spec(&dir.join("missing/deeper"), false);
+    let e = api::run_traced(lossy_geo(1), &sp).unwrap_err();
+    assert!(
+        e.starts_with("cannot write ") && e.contains("No such file"),
+        "{e}"
+    );
+    assert!(!e.contains('\n'));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Event records: (event kind, flow, segments, len).
+fn read_events(path: &Path) -> Vec<(u8, u32, u32, u32)> {
+    let b = std::fs::read(path).unwrap();
+    assert_eq!(b.len() % 64, 0);
+    b.chunks(64)
+        .map(|r| {
+            let u32_at = |i: usize| u32::from_le_bytes(r[i..i + 4].try_into().unwrap());
+            (r[53], u32_at(40), u32_at(44), u32_at(48))
+        })
+        .collect()
+}
+
+#[test]
+fn the_event_log_counts_what_the_results_count() {
+    let dir = tmpdir("events");
+    let (r, _) = api::run_traced(lossy_geo(120), &trace_spec(&dir, true)).unwrap();
+    let ev = read_events(&dir.join("events.bin"));
+    let names: Vec<String> = serde_json::from_value(
+        serde_json::from_str::<serde_json::Value>(&api::trace_format_json()).unwrap()["events"]
+            ["kinds"]
+            .clone(),
+    )
+    .unwrap();
+    let kind = |n: &str| names.iter().position(|k| *k == n).unwrap() as u8;
+    for f in &r.flows {
+        let id = f.id;
+        let count = |n: &str| {
+            ev.iter()
+                .filter(|e| e.0 == kind(n) && e.1 == id)
+                .map(|e| e.2 as u64)
+                .sum::<u64>()
+        };
+        assert_eq!(count("retransmission"), f.retransmits, "flow {id}");
+        assert_eq!(count("rto"), f.rto_count, "flow {id}");
+        let rows = |n: &str| ev.iter().filter(|e| e.0 == kind(n) && e.1 == id).count();
+        assert_eq!(rows("start"), 1, "flow {id}");
+        assert!(rows("cwnd") > 10, "flow {id}");
+        assert_eq!(count("recovery_entry"), f.fast_recoveries, "flow {id}");
+        assert_eq!(count("undo"), f.spurious_undos, "flow {id}");
+        assert_eq!(count("tlp"), f.tlp_probes, "flow {id}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
