@@ -81,10 +81,11 @@ def test_run_goodput_of_a_late_flow_stays_below_the_payload_capacity(tmp_path: P
     assert all(math.isclose(c, m / 1e6, abs_tol=5e-4) for c, m in zip(cells, means, strict=True))
     assert cli("report", str(db), "-o", str(tmp_path / "r.html")).returncode == 0
     html = (tmp_path / "r.html").read_text()
-    # the goodput column: the first mean ± CI of each row (other columns' CIs may be
-    # asymmetric, "+a/-b", when clipped at zero)
+    # the goodput column: the first mean with its CI in each row ("± half", or "+a/-b" where
+    # the interval is clipped at zero or at the capacity)
     rows = re.findall(r"<tr>(.*?)</tr>", html, re.S)
-    shown = [float(m.group(1)) for row in rows if (m := re.search(r"<td>(\d+\.\d+) ±", row))]
+    cell = r"<td>(\d+\.\d+) (?:±|\+)"
+    shown = [float(m.group(1)) for row in rows if (m := re.search(cell, row))]
     assert len(shown) == 2 and max(shown) <= CAPACITY_BPS / 1e6
     # `tcplab run --json` of the same scenario: the same definition
     scenario = tmp_path / "one.toml"
@@ -128,6 +129,23 @@ def test_bounded_metrics_have_intervals_inside_their_range() -> None:
     # ... clipped at zero, where a rate ends: 1, 1, 10 -> mean 4, half 12.91
     row = aggregate(_runs(goodput_bps=[1.0, 1.0, 10.0])).iloc[0]
     assert row["goodput_bps_ci_low"] == 0.0
+
+
+def test_goodput_intervals_stop_at_the_payload_capacity() -> None:
+    # 20 Mbit/s x 1448 / 1500 = 19.306667 Mbit/s payload capacity. Goodput 19.2, 18.0, 19.3
+    # Mbit/s: mean 18.833333, s = sqrt((0.366667^2 + 0.833333^2 + 0.466667^2) / 2) = 0.723418,
+    # half-width 4.303 x 0.723418 / sqrt 3 = 1.797215: the upper end 20.63 would be above what
+    # the link can deliver, so it stops at the capacity; the lower end stays 17.036119.
+    capacity = 20e6 * 1448 / 1500
+    rates = [19.2e6, 18.0e6, 19.3e6]
+    row = aggregate(_runs(goodput_bps=rates, capacity_bps=[capacity] * 3)).iloc[0]
+    assert row["goodput_bps_ci_high"] == pytest.approx(19.306667e6, rel=1e-7)
+    assert row["goodput_bps_ci_low"] == pytest.approx(17.036119e6, rel=1e-6)
+    assert row["goodput_bps_ci95"] == pytest.approx(1.797215e6, rel=1e-6)
+    # a run above the first flow's capacity means the flows did not share that bottleneck:
+    # then the capacity bounds nothing and the interval stays symmetric
+    row = aggregate(_runs(goodput_bps=[19.2e6, 25.0e6, 19.3e6], capacity_bps=[capacity] * 3))
+    assert row.iloc[0]["goodput_bps_ci_high"] > 25.0e6
 
 
 def test_identical_repetitions_are_deterministic_not_a_rounding_residue() -> None:

@@ -170,6 +170,8 @@ _MATRIX_ONLY = (
     ("sim_only", "--sim-only"),
     ("plan", "--plan"),
     ("rerun_kernel", "--rerun-kernel"),
+    ("import_kernel", "--import-kernel"),
+    ("export_kernel", "--export-kernel"),
 )
 
 
@@ -212,15 +214,15 @@ def _matrix(args: argparse.Namespace) -> int:
         )
     if args.sim_only and args.rerun_kernel:
         raise ScenarioError("--sim-only with --rerun-kernel: contradictory; allowed: either")
-    if args.plan and (args.sim_only or args.rerun_kernel or args.out):
+    if args.plan and (args.sim_only or args.rerun_kernel or args.out or args.export_kernel):
         raise ScenarioError(
             "--plan: runs nothing; allowed with --ccas, --per, --paths, --seeds, "
-            "--duration, --set, --db, --json"
+            "--duration, --set, --db, --import-kernel, --json"
         )
     from pathlib import Path
 
     from ..realstack import matrix
-    from ..realstack.kernel_cache import DEFAULT_PATH, KernelCache, current_identity
+    from ..realstack.kernel_cache import DEFAULT_PATH, CacheKey, KernelCache, current_identity
 
     kernel_needed = not (args.plan or args.sim_only)
     algorithms = matrix.parse_ccas(args.ccas, kernel_needed=kernel_needed)
@@ -233,6 +235,14 @@ def _matrix(args: argparse.Namespace) -> int:
         raise ScenarioError(f"--out = {args.out!r}: not a directory; allowed: a directory")
     cases = matrix.cases(algorithms, paths, pers, seeds, duration, list(args.set))
     identity = current_identity()
+    from ..realstack import kernel_records
+
+    if args.import_kernel is not None:
+        with KernelCache(db) as cache:
+            added = kernel_records.import_records(cache, args.import_kernel)
+        print(f"matrix: imported {added} kernel run(s) into {db}", file=sys.stderr, flush=True)
+    # without a cache of its own, --sim-only compares with the kernel runs shipped with tcplab
+    recorded = args.sim_only and args.db is None and not Path(db).exists()
     if args.plan:
         if Path(db).exists():
             with KernelCache(db, read_only=True) as cache:
@@ -252,7 +262,13 @@ def _matrix(args: argparse.Namespace) -> int:
 
     from ..realstack.emulate import emulate_normalized
 
-    with KernelCache(db, read_only=args.sim_only) as cache:
+    with KernelCache(
+        ":memory:" if recorded else db, read_only=args.sim_only and not recorded
+    ) as cache:
+        if recorded:
+            kernel_records.import_records(cache, kernel_records.RECORDED, "recorded runs")
+            db = f"{kernel_records.RECORDED.name} (the recorded runs shipped with tcplab)"
+            progress(f"kernel runs: {db}")
         planned = matrix.plan(cases, cache, identity)
         if not args.sim_only and (args.rerun_kernel or any(p.status != "cached" for p in planned)):
             from ..realstack import features
@@ -274,6 +290,14 @@ def _matrix(args: argparse.Namespace) -> int:
                 "continues where this one stopped"
             )
             raise
+        if args.export_kernel is not None:
+            used = {
+                CacheKey(r.case.scenario_hash, r.case.seed, r.kernel.identity)
+                for r in results
+                if r.kernel is not None
+            }
+            n = kernel_records.export_records(cache, args.export_kernel, used)
+            progress(f"wrote {n} kernel run(s) to {args.export_kernel}")
     summary = matrix.MatrixSummary(
         tuple(matrix.summarize(results)), identity, cases[0].duration_s, seeds, db
     )
@@ -383,5 +407,15 @@ def add_commands(sub: Any) -> None:
     )
     va.add_argument(
         "--rerun-kernel", action="store_true", help="with --matrix: emulate cached cases again"
+    )
+    va.add_argument(
+        "--import-kernel",
+        metavar="FILE",
+        help="with --matrix: add kernel runs from a file written by --export-kernel to --db",
+    )
+    va.add_argument(
+        "--export-kernel",
+        metavar="FILE",
+        help="with --matrix: write the kernel runs the table used (gzipped JSON lines)",
     )
     va.set_defaults(handler=cmd_validate)

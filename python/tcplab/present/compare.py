@@ -28,7 +28,7 @@ import pandas as pd  # type: ignore[import-untyped]
 
 from ..errors import ScenarioError
 from ..results.metrics import METRIC_BY_NAME
-from ..study.aggregate import aggregate, summarize
+from ..study.aggregate import aggregate, ceiling_of, summarize
 from ..study.store import Store, param_columns
 from .chart import Chart, Panel, Point, Series
 from .charts import summary_chart
@@ -260,11 +260,11 @@ class Table:
     notes: list[str] = field(default_factory=list)
 
 
-def _stat(values: pd.Series, metric: str) -> Interval | None:
-    col = pd.to_numeric(values, errors="coerce").dropna()
+def _stat(runs: pd.DataFrame, metric: str) -> Interval | None:
+    col = pd.to_numeric(runs[metric], errors="coerce").dropna()
     if col.empty:
         return None
-    s = summarize(col, metric)
+    s = summarize(col, metric, ceiling_of(runs, metric))
     scale = METRIC_BY_NAME[metric].scale
     return Interval(s["mean"] * scale, s["ci95"] * scale, s["ci_low"] * scale, s["ci_high"] * scale)
 
@@ -286,7 +286,7 @@ def runs_table(sides: Sequence[Side]) -> Table:
     head += [f"{s.label} - {first.label}" for s in sides[1:]]
     rows: list[list[str]] = []
     for metric in RUN_METRICS:
-        stats = [_stat(s.runs[metric], metric) if metric in s.runs else None for s in sides]
+        stats = [_stat(s.runs, metric) if metric in s.runs else None for s in sides]
         if all(st is None for st in stats):
             continue
         if metric == "jain_fairness" and all(

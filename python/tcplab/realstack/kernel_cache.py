@@ -224,9 +224,11 @@ class KernelCache:
         recording: Mapping[str, Any],
         notes: tuple[str, ...] = (),
         producer: str = "",
+        *,
+        created: _dt.datetime | None = None,
     ) -> None:
         """Store a kernel run (replacing one under the same key) and its per-second series,
-        in one transaction."""
+        in one transaction; `created` (default: now) for a run recorded elsewhere."""
         series = [
             [*key.values(), flow.id, t_ns / 1e9, goodput, _ms(rtt), cwnd, retrans]
             for flow in result.series.flows
@@ -246,7 +248,7 @@ class KernelCache:
                 "INSERT INTO kernel_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     *key.values(),
-                    _dt.datetime.now(_dt.UTC).replace(tzinfo=None),
+                    created or _dt.datetime.now(_dt.UTC).replace(tzinfo=None),
                     json.dumps(dict(result.scenario)),
                     json.dumps(dict(result_data)),
                     zlib.compress(json.dumps(dict(recording)).encode(), 6),
@@ -263,6 +265,17 @@ class KernelCache:
 
 def _ms(value_ns: float | None) -> float | None:
     return None if value_ns is None else value_ns / 1e6
+
+
+def parse_result(data: Mapping[str, Any], wall_s: float, scenario: Mapping[str, Any]) -> RunResult:
+    """A stored kernel result as a `RunResult` (raises `ResultFormatError`)."""
+    try:
+        return RunResult.from_json(data, wall_s=wall_s, scenario=scenario)
+    except ResultFormatError:
+        # a result stored by an earlier converter: the same numbers in today's shape
+        from .convert import upgrade_result
+
+        return RunResult.from_json(upgrade_result(data), wall_s=wall_s, scenario=scenario)
 
 
 def _stored(row: tuple[Any, ...]) -> StoredRun:
@@ -283,15 +296,7 @@ def _stored(row: tuple[Any, ...]) -> StoredRun:
     key = CacheKey(str(h), int(seed), Identity(str(kernel), str(emulator), str(version)))
     data = json.loads(result)
     raw = json.loads(zlib.decompress(recording)) if recording else {}
-    try:
-        parsed = RunResult.from_json(data, wall_s=float(wall or 0.0), scenario=json.loads(scenario))
-    except ResultFormatError:
-        # a result stored by an earlier converter: the same numbers in today's shape
-        from .convert import upgrade_result
-
-        parsed = RunResult.from_json(
-            upgrade_result(data), wall_s=float(wall or 0.0), scenario=json.loads(scenario)
-        )
+    parsed = parse_result(data, float(wall or 0.0), json.loads(scenario))
     return StoredRun(
         key=key,
         created=created,

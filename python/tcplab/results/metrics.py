@@ -45,14 +45,17 @@ class Metric:
     #: the values it can take: confidence intervals are clipped to [low, high]
     low: float
     high: float
+    #: a per-run column that is a further upper bound (a rate delivered through the
+    #: bottleneck cannot exceed its payload capacity); None: `high` alone
+    high_column: str | None = None
 
 
 _INF: Final = math.inf
 
 #: Run metrics, in the order tables show them. docs/results.md defines each one.
 METRICS: Final[tuple[Metric, ...]] = (
-    Metric("goodput_bps", "goodput Mbit/s", 1e-6, 0.0, _INF),
-    Metric("mean_flow_goodput_bps", "mean flow goodput Mbit/s", 1e-6, 0.0, _INF),
+    Metric("goodput_bps", "goodput Mbit/s", 1e-6, 0.0, _INF, "capacity_bps"),
+    Metric("mean_flow_goodput_bps", "mean flow goodput Mbit/s", 1e-6, 0.0, _INF, "capacity_bps"),
     Metric("throughput_bps", "throughput Mbit/s", 1e-6, 0.0, _INF),
     Metric("rtt_mean_ms", "RTT ms", 1.0, 0.0, _INF),
     Metric("rtt_p95_ms", "RTT p95 ms", 1.0, 0.0, _INF),

@@ -87,9 +87,28 @@ def group_columns(runs: pd.DataFrame) -> list[str]:
     return [c for c in ("study", "revision", "variant") if c in runs.columns] + param_columns(runs)
 
 
-def summarize(values: pd.Series, metric: str) -> dict[str, float]:
+def ceiling_of(runs: pd.DataFrame, metric: str) -> float | None:
+    """The `high_column` bound shared by all of `runs` (None: none, or they differ)."""
+    spec = METRIC_BY_NAME.get(metric)
+    if spec is None or spec.high_column is None or spec.high_column not in runs:
+        return None
+    values = pd.to_numeric(runs[spec.high_column], errors="coerce").dropna().unique()
+    return float(values[0]) if len(values) == 1 else None
+
+
+def _bounding(ceiling: Any, high_v: Any, high: float) -> Any:
+    """The upper end of a metric's range given a per-point ceiling (`high_column`): the
+    capacity is the first TCP flow's path's, so where a run went above it the flows did not
+    all share that bottleneck and it bounds nothing."""
+    ceiling = np.asarray(ceiling, dtype=float)
+    bounds = np.isfinite(ceiling) & (np.asarray(high_v, dtype=float) <= ceiling)
+    return np.where(bounds, np.minimum(ceiling, high), high)
+
+
+def summarize(values: pd.Series, metric: str, ceiling: float | None = None) -> dict[str, float]:
     """Mean, standard deviation, 95 % CI half-width and its ends (clipped to the metric's
-    range) of one metric's repetitions; NaN where undefined."""
+    range, and to `ceiling` for a metric with a `high_column`) of one metric's repetitions;
+    NaN where undefined."""
     col = pd.to_numeric(values, errors="coerce").dropna()
     n = len(col)
     if n == 0:
@@ -104,6 +123,8 @@ def summarize(values: pd.Series, metric: str) -> dict[str, float]:
         half = ci95(std, n)
     spec = METRIC_BY_NAME.get(metric)
     low, high = (spec.low, spec.high) if spec else (-math.inf, math.inf)
+    if ceiling is not None and spec is not None and spec.high_column:
+        high = float(_bounding(ceiling, col.max(), high))
     return {
         "mean": mean,
         "std": std,
@@ -130,14 +151,14 @@ def aggregate(runs: pd.DataFrame, metrics: Sequence[str] = DEFAULT_METRICS) -> p
         out["model_version"] = [
             int(v) if v == v and v is not None else None for v in stats["model_version"]
         ]
-    for m in present:
-        out.update(_intervals(stats, m))
     for name in ("base_rtt_ms", *THEORY_COLUMNS):
         out[name] = (
             pd.to_numeric(first[name], errors="coerce").astype(float).to_numpy()
             if name in first
             else np.full(len(first), math.nan)
         )
+    for m in present:
+        out.update(_intervals(stats, m, out))
     return pd.DataFrame(out)
 
 
@@ -185,8 +206,11 @@ def _point_stats(runs: pd.DataFrame, point: np.ndarray[Any, Any], metrics: list[
     return stats.rename(columns=renamed)
 
 
-def _intervals(stats: pd.DataFrame, metric: str) -> dict[str, np.ndarray[Any, Any]]:
-    """`summarize` for every grid point at once, from its count, mean, std, min and max."""
+def _intervals(
+    stats: pd.DataFrame, metric: str, points: dict[str, Any]
+) -> dict[str, np.ndarray[Any, Any]]:
+    """`summarize` for every grid point at once, from its count, mean, std, min and max;
+    `points` holds the points' other columns (a metric's `high_column` among them)."""
     n = stats[f"{metric}\tcount"].to_numpy(dtype=float)
     low_v = stats[f"{metric}\tmin"].to_numpy(dtype=float)
     high_v = stats[f"{metric}\tmax"].to_numpy(dtype=float)
@@ -201,6 +225,8 @@ def _intervals(stats: pd.DataFrame, metric: str) -> dict[str, np.ndarray[Any, An
     mean = np.where(n == 0, math.nan, mean)
     spec = METRIC_BY_NAME.get(metric)
     low, high = (spec.low, spec.high) if spec else (-math.inf, math.inf)
+    if spec and spec.high_column and spec.high_column in points:
+        high = _bounding(points[spec.high_column], high_v, high)
     return {
         f"{metric}_mean": mean,
         f"{metric}_std": std,

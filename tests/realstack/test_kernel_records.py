@@ -1,0 +1,84 @@
+"""Kernel runs as a file: `validate --matrix --export-kernel/--import-kernel`, and the runs
+shipped with tcplab behind the README's agreement table, checked against today's simulator.
+
+No kernel runs here: the runs were recorded (tests/data/kernel, and the shipped
+`python/tcplab/data/kernel-matrix-runs.jsonl.gz`, 120 s each on Linux 6.18)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from conftest import assert_user_error, run_cli
+from tcplab.realstack import kernel_records
+from tcplab.realstack.kernel_cache import KernelCache
+from test_matrix import CLI_CASE, NAMES, RECORDED, prefilled_db
+
+
+def test_exported_runs_import_into_another_cache_as_cached(tmp_path: Path) -> None:
+    db = prefilled_db(tmp_path)
+    records = tmp_path / "runs.jsonl.gz"
+    base = ["validate", "--matrix", *CLI_CASE, "--duration", "30s"]
+    done = run_cli(*base, "--db", str(db), "--sim-only", "--export-kernel", str(records))
+    assert done.returncode == 0, done.stderr
+    assert "wrote 2 kernel run(s)" in done.stderr
+    lines = gzip.decompress(records.read_bytes()).decode().splitlines()
+    assert json.loads(lines[0]) == {"format": "tcplab-kernel-runs", "version": 1}
+    assert len(lines) == 3
+    # the same runs give the same bytes (no timestamp in the gzip header)
+    again = tmp_path / "again.jsonl.gz"
+    run_cli(*base, "--db", str(db), "--sim-only", "--export-kernel", str(again))
+    assert again.read_bytes() == records.read_bytes()
+
+    fresh = tmp_path / "fresh.duckdb"
+    done = run_cli(*base, "--db", str(fresh), "--import-kernel", str(records), "--plan", "--json")
+    assert done.returncode == 0, done.stderr
+    assert "imported 2 kernel run(s)" in done.stderr
+    assert [c["kernel"] for c in json.loads(done.stdout)["cases"]] == ["cached", "cached"]
+    # importing twice adds nothing: a run already there stays
+    with KernelCache(fresh) as cache:
+        assert kernel_records.import_records(cache, records) == 0
+    done = run_cli(*base, "--db", str(fresh), "--sim-only", "--json")
+    assert done.returncode == 0, done.stderr
+    kernel = [r["kernel"]["goodput_bps"] for r in json.loads(done.stdout)["rows"]]
+    assert kernel == [RECORDED[name][0] for name in NAMES]
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        (b"not gzip at all", "not a gzipped kernel-runs file"),
+        (gzip.compress(b""), "empty"),
+        (gzip.compress(b'{"format": "other", "version": 1}\n'), "line 1: not a tcplab-kernel-runs"),
+        (
+            gzip.compress(b'{"format": "tcplab-kernel-runs", "version": 1}\n{oops\n'),
+            "line 2: not JSON",
+        ),
+        (
+            gzip.compress(b'{"format": "tcplab-kernel-runs", "version": 1}\n[1]\n'),
+            "line 2: not a JSON object",
+        ),
+        (
+            gzip.compress(b'{"format": "tcplab-kernel-runs", "version": 1}\n{"key": {}}\n'),
+            "line 2: missing scenario, result",
+        ),
+    ],
+)
+def test_a_bad_records_file_is_a_one_line_error(
+    tmp_path: Path, content: bytes, fragment: str
+) -> None:
+    bad = tmp_path / "bad.jsonl.gz"
+    bad.write_bytes(content)
+    done = run_cli(
+        "validate",
+        "--matrix",
+        *CLI_CASE,
+        "--db",
+        str(tmp_path / "c.duckdb"),
+        "--import-kernel",
+        str(bad),
+        "--plan",
+    )
+    assert_user_error(done, "--import-kernel = ", fragment)
