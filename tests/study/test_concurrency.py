@@ -195,8 +195,9 @@ def test_database_held_too_long_is_busy_in_one_line(tmp_path: Path) -> None:
         cli("sweep", str(study), "--db", str(db), "--no-progress", "--duration", "10s").returncode
         == 0
     )
-    # a writer that keeps the file: readers wait (5 s), then say so in one line
-    writer = hold(db, "rw", 12.0)
+    # a writer that keeps the file (for longer than both commands below can take on a busy
+    # machine; it is killed at the end): readers wait (5 s), then say so in one line
+    writer = hold(db, "rw", 60.0)
     started = time.monotonic()
     r = cli("results", str(db))
     waited = time.monotonic() - started
@@ -204,7 +205,9 @@ def test_database_held_too_long_is_busy_in_one_line(tmp_path: Path) -> None:
     assert r.stderr.count("\n") == 1 and "the database is busy" in r.stderr, r.stderr
     assert waited >= 5.0
     # a second sweep with a short --db-wait says so too, and stores nothing
-    r = cli("sweep", str(study), "--db", str(db), "--no-progress", "--db-wait", "1")
+    r = cli(
+        "sweep", str(study), "--db", str(db), "--no-progress", "--duration", "10s", "--db-wait", "1"
+    )
     assert r.returncode == 2
     assert r.stderr.count("\n") == 1 and "the database is busy" in r.stderr, r.stderr
     finish(writer)
