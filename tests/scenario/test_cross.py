@@ -97,3 +97,11 @@ def test_cross_traffic_is_reported_apart_from_the_flows() -> None:
     left = (10e6 - cross.delivered_bps) * 1448 / 1500
     assert result.aggregate_goodput_bps <= left * 1.002
     assert result.to_json_dict()["cross"][0]["packets_dropped"] == cross.packets_dropped
+
+
+def test_emulate_refuses_cross_traffic_instead_of_ignoring_it() -> None:
+    from tcplab.realstack.plan import plan_topology
+
+    normalized = normalize(load_scenario(scenario(FLOWS), catalogue=()))
+    with pytest.raises(ScenarioError, match=r"^cross: emulate has no cross-traffic generator"):
+        plan_topology(normalized, "c1")
