@@ -65,6 +65,8 @@ LINK_KEYS: Final = (
     *("error_drops", "ecn_marks", "outage_drops", "aqm_drops", "queue_mean_pkts"),
     *("queue_max_pkts", "queue_mean_bytes", "queue_max_bytes"),
 )
+#: result keys the core leaves out when empty (`cross`: the scenario has no cross traffic)
+RESULT_OPTIONAL_KEYS: Final = ("cross",)
 #: a run with cross traffic has `cross`, a list of these (left out when there is none)
 CROSS_KEYS: Final = (
     *("id", "kind", "link", "bursts", "bytes_offered", "packets_sent", "bytes_sent"),
@@ -573,7 +575,7 @@ class RunResult:
         git_commit: str | None = None,
     ) -> RunResult:
         data: Mapping[str, Any] = json.loads(result) if isinstance(result, str) else result
-        _exact(data, "result", RESULT_KEYS, ("cross",))
+        _exact(data, "result", RESULT_KEYS, RESULT_OPTIONAL_KEYS)
         flows = tuple(FlowResult.from_json(f) for f in data["flows"])
         return cls(
             name=str(_need(data, "name", "result")),
