@@ -79,7 +79,7 @@ def test_the_json_keys_documented_are_the_ones_printed() -> None:
     prints exactly those (the optional ones of CBR and PEP flows aside)."""
     text = (REPO / "docs" / "results.md").read_text()
     out = tcplab.run(REPO / "scenarios" / "lan.toml", duration="1s").to_json_dict()
-    assert set(out) == _listed(text, "run:") - {"cbr_goodput_bps"}
+    assert set(out) == _listed(text, "run:") - {"cbr_goodput_bps", "cross"}
     flow_keys = _listed(text, "a TCP flow:") - {"legs", "pep_buffer", "goodput_bps"}
     assert set(out["flows"][0]) == flow_keys | {"goodput_bps"}
     link_only = {"packets_tx", "bytes_tx", "queue_mean_bytes", "queue_max_bytes"}

@@ -41,6 +41,7 @@ class Limits:
     min_pep_buffer_segments: int
     max_pep_buffer_bytes: int
     policer_burst_bytes: tuple[int, int]
+    cross_packet_bytes: tuple[int, int]
     header_bytes: int
     timestamp_option_bytes: int
     rto_min_ns: int
@@ -51,7 +52,10 @@ class Limits:
     @classmethod
     def from_json(cls, text: str) -> Limits:
         raw: dict[str, Any] = json.loads(text)
-        for key in ("mss_bytes", "initial_window_pkts", "cbr_packet_bytes", "policer_burst_bytes"):
+        for key in (
+            *("mss_bytes", "initial_window_pkts", "cbr_packet_bytes", "policer_burst_bytes"),
+            "cross_packet_bytes",
+        ):
             raw[key] = tuple(raw[key])
         return cls(**raw)
 

@@ -221,6 +221,7 @@ pub fn limits_json() -> String {
         "min_pep_buffer_segments": MIN_PEP_BUFFER_SEGMENTS,
         "max_pep_buffer_bytes": MAX_PEP_BUFFER_BYTES,
         "policer_burst_bytes": [POLICER_BURST_BYTES.start(), POLICER_BURST_BYTES.end()],
+        "cross_packet_bytes": [CROSS_PACKET_BYTES.start(), CROSS_PACKET_BYTES.end()],
         "header_bytes": BASE_HEADER_BYTES,
         "timestamp_option_bytes": TS_OPTION_BYTES,
         "rto_min_ns": crate::tcp::linux::rtt::RTO_MIN.ns(),

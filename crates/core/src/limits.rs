@@ -57,3 +57,5 @@ pub const MAX_PEP_BUFFER_BYTES: u64 = 1 << 34;
 /// A policer's bucket: it must hold one full packet (a smaller one would drop every
 /// full-size packet), and at most 1 GiB.
 pub const POLICER_BURST_BYTES: RangeInclusive<u64> = MTU_BYTES..=1 << 30;
+/// Wire bytes of a full cross-traffic packet: an IPv4 header and up to a 64 KiB datagram.
+pub const CROSS_PACKET_BYTES: RangeInclusive<u32> = 40..=65_535;

@@ -206,6 +206,29 @@ impl Serialize for SeriesResult {
     }
 }
 
+/// One cross-traffic source (`app::cross`): what it offered and what its link carried.
+#[derive(Debug, Clone, Serialize)]
+pub struct CrossResult {
+    pub id: u32,
+    /// `"flows"` or `"on_off"`.
+    pub kind: &'static str,
+    /// The link direction it crossed (`<segment>.forward` or `.reverse`).
+    pub link: String,
+    /// Bursts (flows, on periods) started.
+    pub bursts: u64,
+    pub bytes_offered: u64,
+    pub packets_sent: u64,
+    /// Wire bytes put on the link.
+    pub bytes_sent: u64,
+    pub packets_delivered: u64,
+    pub bytes_delivered: u64,
+    pub packets_dropped: u64,
+    /// `bytes_sent` × 8 over the run's duration: the load it realised.
+    pub sent_bps: f64,
+    /// `bytes_delivered` × 8 over the run's duration.
+    pub delivered_bps: f64,
+}
+
 /// The result of a run.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunResult {
@@ -219,6 +242,9 @@ pub struct RunResult {
     pub flows: Vec<FlowResult>,
     pub links: Vec<LinkResult>,
     pub series: SeriesResult,
+    /// Cross-traffic sources (left out when the scenario has none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cross: Vec<CrossResult>,
 }
 
 fn rtt_result(h: &LogHistogram) -> RttResult {
@@ -409,7 +435,35 @@ pub fn summarize(sim: &Simulation) -> RunResult {
         flows,
         links,
         series: series_result(sim),
+        cross: cross_result(sim),
     }
+}
+
+fn cross_result(sim: &Simulation) -> Vec<CrossResult> {
+    let secs = sim.end.ns() as f64 / 1e9;
+    sim.cross
+        .iter()
+        .zip(&sim.cfg.cross)
+        .map(|(src, cfg)| {
+            let c = &src.counters;
+            let route = sim.topo.cross_routes[src.index as usize];
+            let link = sim.topo.routes[route as usize].links[0];
+            CrossResult {
+                id: src.index,
+                kind: cfg.kind_name(),
+                link: sim.topo.links[link as usize].name.clone(),
+                bursts: c.bursts,
+                bytes_offered: c.bytes_offered,
+                packets_sent: c.packets_sent,
+                bytes_sent: c.bytes_sent,
+                packets_delivered: c.packets_delivered,
+                bytes_delivered: c.bytes_delivered,
+                packets_dropped: c.packets_dropped,
+                sent_bps: c.bytes_sent as f64 * 8.0 / secs,
+                delivered_bps: c.bytes_delivered as f64 * 8.0 / secs,
+            }
+        })
+        .collect()
 }
 
 /// The series part of `summarize`: a copy of the samples a memory-mode run kept.

@@ -41,6 +41,7 @@ fn dumbbell(
     let one_way = rtt_ns / 2 - 2 * ACCESS_DELAY_NS;
     let reverse = dir(fwd.rate_bps, one_way, queue("droptail", 1000));
     ScenarioConfig {
+        cross: Vec::new(),
         name: "links".into(),
         seed: 1,
         duration_ns,

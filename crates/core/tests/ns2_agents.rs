@@ -82,6 +82,7 @@ fn goodput_ns2_scenario(cca: &str, mss: u32) -> tcplab_core::scenario::ScenarioC
     use tcplab_core::scenario::*;
     let dir = DirConfig::droptail(100_000_000, 3_000_000, 64);
     ScenarioConfig {
+        cross: Vec::new(),
         name: format!("goodput-ns2 {cca} {mss}"),
         seed: 1,
         duration_ns: 11_000_000_000,

@@ -29,6 +29,7 @@ fn path(
         ..DirConfig::droptail(rate_bps, one_way, buffer_pkts)
     };
     ScenarioConfig {
+        cross: Vec::new(),
         name: "queue-targets".into(),
         seed: 1,
         duration_ns,

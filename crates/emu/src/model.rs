@@ -245,6 +245,7 @@ mod tests {
         });
         for cfg in [per, ge] {
             let scenario = ScenarioConfig {
+                cross: Vec::new(),
                 name: String::new(),
                 seed: 9,
                 duration_ns: 1,

@@ -148,6 +148,26 @@ def _cbr_table(result: RunResult) -> Table:
     return table
 
 
+def _cross_table(result: RunResult) -> Table:
+    """Cross-traffic sources: the load they realised and what their link carried."""
+    table = Table(title="cross traffic (not among the flows)")
+    headers = ("id", "kind", "link", "bursts", "sent Mbit/s", "delivered Mbit/s", "dropped %")
+    for header in headers:
+        table.add_column(header, justify="left" if header in ("kind", "link") else "right")
+    for cross in result.cross:
+        dropped = cross.packets_dropped / cross.packets_sent if cross.packets_sent else 0.0
+        table.add_row(
+            str(cross.id),
+            cross.kind,
+            cross.link,
+            str(cross.bursts),
+            _mbps(cross.sent_bps),
+            _mbps(cross.delivered_bps),
+            _pct(dropped),
+        )
+    return table
+
+
 def _legs_table(result: RunResult) -> Table:
     """The TCP connections of PEP-split flows, server side first."""
     table = Table(title=f"PEP legs (pep = {pep_mode(result.scenario)})")
@@ -187,6 +207,8 @@ def print_run(result: RunResult, series_path: str | None = None) -> None:
         )
     if result.cbr_flows:
         console.print(_cbr_table(result))
+    if result.cross:
+        console.print(_cross_table(result))
     if any(flow.legs for flow in tcp_flows):
         console.print(_legs_table(result))
     for flow in tcp_flows:

@@ -251,6 +251,11 @@ class _Builder:
         self.flows: list[Mapping[str, Any]] = list(normalized["flows"])
         if not self.segs:
             raise ScenarioError("emulate: the scenario has neither [bottleneck] nor [path]")
+        if normalized.get("cross"):
+            raise ScenarioError(
+                "cross: emulate has no cross-traffic generator; remove the [[cross]] tables "
+                "(or run the scenario in the simulator)"
+            )
         if len(self.flows) > MAX_FLOWS or len(self.segs) > MAX_SEGMENTS:
             raise ScenarioError(
                 f"emulate: at most {MAX_FLOWS} flows and {MAX_SEGMENTS} segments are emulated"

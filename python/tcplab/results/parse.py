@@ -65,6 +65,13 @@ LINK_KEYS: Final = (
     *("error_drops", "ecn_marks", "outage_drops", "aqm_drops", "queue_mean_pkts"),
     *("queue_max_pkts", "queue_mean_bytes", "queue_max_bytes"),
 )
+#: result keys the core leaves out when empty (`cross`: the scenario has no cross traffic)
+RESULT_OPTIONAL_KEYS: Final = ("cross",)
+#: a run with cross traffic has `cross`, a list of these (left out when there is none)
+CROSS_KEYS: Final = (
+    *("id", "kind", "link", "bursts", "bytes_offered", "packets_sent", "bytes_sent"),
+    *("packets_delivered", "bytes_delivered", "packets_dropped", "sent_bps", "delivered_bps"),
+)
 SERIES_KEYS: Final = (
     *("interval_ns", "t_ns", "flows", "bottleneck_queue_pkts", "bottleneck_utilization"),
 )
@@ -430,6 +437,44 @@ class LinkResult:
 
 
 @dataclass(frozen=True)
+class CrossResult:
+    """One cross-traffic source (`[[cross]]`): what it offered and what its link carried.
+    It is not a flow: aggregates, fairness and the flows' series leave it out."""
+
+    id: int
+    kind: str
+    link: str
+    bursts: int
+    bytes_offered: int
+    packets_sent: int
+    bytes_sent: int
+    packets_delivered: int
+    bytes_delivered: int
+    packets_dropped: int
+    sent_bps: float
+    delivered_bps: float
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CrossResult:
+        where = f"cross {data.get('id', '?')}"
+        _exact(data, where, CROSS_KEYS)
+        return cls(
+            id=int(data["id"]),
+            kind=str(data["kind"]),
+            link=str(data["link"]),
+            **{
+                key: int(data[key])
+                for key in CROSS_KEYS[3:10]  # the counters
+            },
+            sent_bps=float(data["sent_bps"]),
+            delivered_bps=float(data["delivered_bps"]),
+        )
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True)
 class FlowSeries:
     """Per-interval samples of one flow; `rtt_mean_ns` is None where no RTT was sampled."""
 
@@ -516,6 +561,8 @@ class RunResult:
     git_commit: str | None = None
     #: the captures and event log a traced run wrote (`tcplab.Trace`), else None
     trace: TraceOutput | None = None
+    #: the cross-traffic sources (`[[cross]]`), apart from the flows
+    cross: tuple[CrossResult, ...] = ()
 
     @classmethod
     def from_json(
@@ -528,7 +575,7 @@ class RunResult:
         git_commit: str | None = None,
     ) -> RunResult:
         data: Mapping[str, Any] = json.loads(result) if isinstance(result, str) else result
-        _exact(data, "result", RESULT_KEYS)
+        _exact(data, "result", RESULT_KEYS, RESULT_OPTIONAL_KEYS)
         flows = tuple(FlowResult.from_json(f) for f in data["flows"])
         return cls(
             name=str(_need(data, "name", "result")),
@@ -544,6 +591,7 @@ class RunResult:
             model_version=_opt_int(data["model_version"]),
             run_info=run_info,
             git_commit=git_commit,
+            cross=tuple(CrossResult.from_json(c) for c in data.get("cross", ())),
         )
 
     @property
@@ -646,6 +694,8 @@ class RunResult:
         }
         if self.cbr_flows:
             out["cbr_goodput_bps"] = self.cbr_goodput_bps
+        if self.cross:
+            out["cross"] = [cross.to_json_dict() for cross in self.cross]
         return out
 
     @staticmethod

@@ -79,6 +79,15 @@ def check_scenario(scenario: Scenario, catalogue: Sequence[CcaInfo]) -> None:
             _check_direction(prefix, link, link.direction(forward), rtt_ns)
     for index, flow in enumerate(scenario.flows):
         _check_flow(f"flows[{index}]", flow, scenario, catalogue)
+    names = [name for _, name, _ in scenario.links()]
+    for index, cross in enumerate(scenario.cross):
+        if cross.segment is not None and cross.segment not in names:
+            raise field_error(
+                f"cross[{index}].segment",
+                cross.segment,
+                "no such segment",
+                ", ".join(f'"{name}"' for name in names),
+            )
 
 
 def _check_path(scenario: Scenario, path: PathSpec) -> None:

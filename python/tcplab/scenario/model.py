@@ -30,6 +30,7 @@ from pydantic import (
     PlainSerializer,
     PlainValidator,
     ValidationInfo,
+    model_validator,
 )
 
 from ..errors import Problem
@@ -616,6 +617,109 @@ class PepSpec(TcpSpec, _PepOwn):
 
 
 CBR_DEFAULT_PACKET_BYTES: Final = 1200
+CROSS_DEFAULT_PACKET_BYTES: Final = 1500  # a full Ethernet-MTU IP packet
+_CROSS_PKT: Final = LIMITS.cross_packet_bytes
+# the core's DistConfig tags: the user writes the same names
+DistName = Literal["constant", "exponential", "pareto", "lognormal"]
+
+
+class _DistSpec(_Model):
+    """A positive random variable by its law and mean; Pareto needs `shape` (> 1; heavy
+    tails below 2), lognormal `sigma` (the standard deviation of its logarithm)."""
+
+    dist: DistName
+    shape: Annotated[float, _check(lambda v: 1.0 < v <= 100.0, "out of range", "> 1 ..= 100")] | (
+        None
+    ) = None
+    sigma: Annotated[float, _check(lambda v: 0.0 <= v <= 10.0, "out of range", "0 ..= 10")] | (
+        None
+    ) = None
+
+    @model_validator(mode="after")
+    def _shape_for_the_law(self) -> _DistSpec:
+        need = {"pareto": "shape", "lognormal": "sigma"}.get(self.dist)
+        for key in ("shape", "sigma"):
+            given = getattr(self, key) is not None
+            if given and key != need:
+                raise Problem(f"{key!r} does not apply to dist = {self.dist!r}")
+            if not given and key == need:
+                raise Problem(f"dist = {self.dist!r} needs {key!r}")
+        return self
+
+    def law_json(self, mean: int) -> dict[str, Any]:
+        """The core's `DistConfig` with `mean` in the core's unit (bytes or ns)."""
+        out: dict[str, Any] = {"dist": self.dist, "mean": float(mean)}
+        if self.shape is not None:
+            out["shape"] = self.shape
+        if self.sigma is not None:
+            out["sigma"] = self.sigma
+        return out
+
+
+class SizeDistSpec(_DistSpec):
+    """Flow sizes: `{dist = "pareto", mean = "50KB", shape = 1.5}`."""
+
+    mean_bytes: Annotated[SizeBytes, _check(lambda v: v >= 1, "must be at least 1 byte")] = Field(
+        alias="mean"
+    )
+
+
+class PeriodDistSpec(_DistSpec):
+    """On or off periods: `{dist = "exponential", mean = "500ms"}`."""
+
+    mean_ns: Annotated[DurationNs, _check(lambda v: v >= 1000, "too short", "at least 1us")] = (
+        Field(alias="mean")
+    )
+
+
+class CrossSpec(_Model):
+    """One `[[cross]]` table: open-loop cross traffic on one link direction, reported apart
+    from the flows (see docs/interface.md "Cross traffic")."""
+
+    kind: Literal["flows", "on-off"]
+    # the path segment it crosses (default: the bottleneck) and which direction
+    segment: str | None = None
+    direction: Literal["forward", "reverse"] = "forward"
+    # kind = "flows": the offered load and the flow sizes
+    rate_bps: RateBps | None = Field(None, alias="rate")
+    size: SizeDistSpec | None = None
+    # kind = "on-off": the on and off periods
+    on: PeriodDistSpec | None = None
+    off: PeriodDistSpec | None = None
+    # the rate each flow / on period sends at
+    peak_rate_bps: RateBps = Field(alias="peak_rate")
+    packet_bytes: Annotated[
+        SizeBytes,
+        _check(
+            lambda v: _CROSS_PKT[0] <= v <= _CROSS_PKT[1],
+            "out of range",
+            f"{_CROSS_PKT[0]}B to {_CROSS_PKT[1]}B (wire bytes of one packet)",
+        ),
+    ] = Field(CROSS_DEFAULT_PACKET_BYTES, alias="packet_size")
+
+    @model_validator(mode="after")
+    def _keys_for_the_kind(self) -> CrossSpec:
+        need, other = (
+            (("rate", "size"), ("on", "off"))
+            if self.kind == "flows"
+            else (("on", "off"), ("rate", "size"))
+        )
+        values = {"rate": self.rate_bps, "size": self.size, "on": self.on, "off": self.off}
+        for key in need:
+            if values[key] is None:
+                raise Problem(f'kind = "{self.kind}" needs {key!r}')
+        for key in other:
+            if values[key] is not None:
+                raise Problem(f'{key!r} does not apply to kind = "{self.kind}"')
+        return self
+
+    @property
+    def offered_bps(self) -> float:
+        """The mean load it offers: `rate`, or peak x E[on] / (E[on] + E[off])."""
+        if self.rate_bps is not None:
+            return float(self.rate_bps)
+        assert self.on is not None and self.off is not None  # _keys_for_the_kind
+        return self.peak_rate_bps * self.on.mean_ns / (self.on.mean_ns + self.off.mean_ns)
 
 
 class FlowSpec(_Model):
@@ -688,6 +792,7 @@ class Scenario(_Model):
     path: PathSpec | None = None
     access: AccessSpec = AccessSpec.model_validate({})
     flows: list[FlowSpec] = Field(description="at least one [[flows]] table")
+    cross: list[CrossSpec] = Field(default_factory=list)
 
     def links(self) -> list[tuple[str, str, LinkSpec]]:
         """(TOML path, link name, link) of every link between the end hosts' access links:

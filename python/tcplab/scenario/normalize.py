@@ -24,6 +24,7 @@ from ..limits import LIMITS
 from ..units import parse_duration_ns, parse_rate_bps
 from .model import (
     CBR_DEFAULT_PACKET_BYTES,
+    CrossSpec,
     Direction,
     FlowSpec,
     LinkSpec,
@@ -285,6 +286,28 @@ def normalize(scenario: Scenario) -> dict[str, Any]:
     if scenario.access.queue_pkts is not None:  # written only when used: old hashes stay valid
         out["access"]["queue_pkts"] = scenario.access.queue_pkts
     out["flows"] = [_flow_json(scenario, flow) for flow in expanded_flows(scenario)]
+    if scenario.cross:  # written only when used: old hashes stay valid
+        out["cross"] = [cross_json(cross) for cross in scenario.cross]
+    return out
+
+
+def cross_json(cross: CrossSpec) -> dict[str, Any]:
+    """The core's `CrossConfig` of one `[[cross]]` table."""
+    out: dict[str, Any] = {
+        "kind": "flows" if cross.kind == "flows" else "on_off",
+        "segment": cross.segment,
+        "reverse": cross.direction == "reverse",
+        "peak_bps": cross.peak_rate_bps,
+        "packet_bytes": cross.packet_bytes,
+    }
+    if cross.kind == "flows":
+        assert cross.size is not None  # the model checked the keys of each kind
+        out["offered_bps"] = cross.rate_bps
+        out["size"] = cross.size.law_json(cross.size.mean_bytes)
+    else:
+        assert cross.on is not None and cross.off is not None
+        out["on"] = cross.on.law_json(cross.on.mean_ns)
+        out["off"] = cross.off.law_json(cross.off.mean_ns)
     return out
 
 

@@ -45,6 +45,8 @@ pub enum Dest {
     Conn { conn: u32, side: Side },
     /// The UDP sink of flow `flow`.
     Udp { flow: u32 },
+    /// The sink of cross-traffic source `source` (the far end of its link).
+    Cross { source: u32 },
 }
 
 /// A path through the network and the endpoint at its end.
@@ -65,6 +67,8 @@ pub struct Topology {
     pub bottleneck_fwd: u32,
     pub bottleneck_rev: u32,
     n_conns: u32,
+    /// Routes of the cross-traffic sources, in scenario order.
+    pub cross_routes: Vec<u32>,
 }
 
 fn dir_link(name: &str, d: &DirConfig, seed: u64) -> Link {
@@ -188,7 +192,27 @@ impl Topology {
             });
         }
         let slowest = crate::scenario::bottleneck_segment(&segs);
+        // Cross traffic crosses one direction of one segment (the bottleneck's unless named)
+        // and leaves the path there: it shares that queue and nothing else.
+        let mut cross_routes = Vec::with_capacity(cfg.cross.len());
+        for (i, c) in cfg.cross.iter().enumerate() {
+            let (name, reverse) = c.place();
+            let s = name
+                .and_then(|n| segments.iter().position(|s| s.0 == n))
+                .unwrap_or(slowest);
+            let link = if reverse {
+                segments[s].2
+            } else {
+                segments[s].1
+            };
+            cross_routes.push(routes.len() as u32);
+            routes.push(Route {
+                links: vec![link],
+                dest: Dest::Cross { source: i as u32 },
+            });
+        }
         Topology {
+            cross_routes,
             bottleneck_fwd: segments.get(slowest).map_or(0, |s| s.1),
             bottleneck_rev: segments.get(slowest).map_or(1, |s| s.2),
             links,

@@ -399,6 +399,76 @@ pub struct PathConfig {
     pub segments: Vec<SegmentConfig>,
 }
 
+/// A positive random variable by its mean (bytes for sizes, ns for periods): JSON
+/// `{"dist": "pareto", "mean": 50000, "shape": 1.5}`.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq)]
+#[serde(tag = "dist", rename_all = "lowercase", deny_unknown_fields)]
+pub enum DistConfig {
+    /// Always `mean`.
+    Constant { mean: f64 },
+    /// Exponential.
+    Exponential { mean: f64 },
+    /// Pareto of `shape` a > 1 (heavy-tailed; infinite variance for a ≤ 2).
+    Pareto { mean: f64, shape: f64 },
+    /// Lognormal whose logarithm has standard deviation `sigma`.
+    Lognormal { mean: f64, sigma: f64 },
+}
+
+/// A cross-traffic source on one link direction (`app::cross`): open-loop load that shares
+/// the link with the flows under test and is reported apart from them.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum CrossConfig {
+    /// Poisson arrivals of bursts ("flows") of `size` bytes, each sent at `peak_bps`, at
+    /// an offered load of `offered_bps`.
+    Flows {
+        /// The path segment it crosses (`None`: the bottleneck segment).
+        #[serde(default)]
+        segment: Option<String>,
+        /// On the segment's reverse direction instead of its forward one.
+        #[serde(default)]
+        reverse: bool,
+        offered_bps: u64,
+        peak_bps: u64,
+        /// Wire bytes of a full packet.
+        packet_bytes: u32,
+        size: DistConfig,
+    },
+    /// One on/off source sending at `peak_bps` while on (ns durations).
+    OnOff {
+        #[serde(default)]
+        segment: Option<String>,
+        #[serde(default)]
+        reverse: bool,
+        peak_bps: u64,
+        packet_bytes: u32,
+        on: DistConfig,
+        off: DistConfig,
+    },
+}
+
+impl CrossConfig {
+    /// The segment named (`None`: the bottleneck) and whether it is the reverse direction.
+    pub fn place(&self) -> (Option<&str>, bool) {
+        match self {
+            CrossConfig::Flows {
+                segment, reverse, ..
+            }
+            | CrossConfig::OnOff {
+                segment, reverse, ..
+            } => (segment.as_deref(), *reverse),
+        }
+    }
+
+    /// `"flows"` or `"on_off"`.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            CrossConfig::Flows { .. } => "flows",
+            CrossConfig::OnOff { .. } => "on_off",
+        }
+    }
+}
+
 /// A complete normalized scenario.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -418,6 +488,9 @@ pub struct ScenarioConfig {
     pub path: Option<PathConfig>,
     pub access: AccessConfig,
     pub flows: Vec<FlowConfig>,
+    /// Cross traffic (none by default).
+    #[serde(default)]
+    pub cross: Vec<CrossConfig>,
 }
 
 fn default_interval() -> u64 {

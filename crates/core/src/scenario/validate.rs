@@ -11,10 +11,10 @@ use super::*;
 use std::fmt::Display;
 
 pub use crate::limits::{
-    CBR_PACKET_BYTES, INITIAL_WINDOW_PKTS, MAX_DELAY_NS, MAX_DURATION_NS, MAX_FILE_BYTES,
-    MAX_FLOWS, MAX_INTERVALS, MAX_PEP_BUFFER_BYTES, MAX_RATE_BPS, MAX_RWND_BYTES, MAX_SEGMENTS,
-    MAX_TRACE_LEN, MIN_INTERVAL_NS, MIN_PEP_BUFFER_SEGMENTS, MIN_QUEUE_BYTES, MSS_BYTES,
-    POLICER_BURST_BYTES,
+    CBR_PACKET_BYTES, CROSS_PACKET_BYTES, INITIAL_WINDOW_PKTS, MAX_DELAY_NS, MAX_DURATION_NS,
+    MAX_FILE_BYTES, MAX_FLOWS, MAX_INTERVALS, MAX_PEP_BUFFER_BYTES, MAX_RATE_BPS, MAX_RWND_BYTES,
+    MAX_SEGMENTS, MAX_TRACE_LEN, MIN_INTERVAL_NS, MIN_PEP_BUFFER_SEGMENTS, MIN_QUEUE_BYTES,
+    MSS_BYTES, POLICER_BURST_BYTES,
 };
 
 // --- range helpers --------------------------------------------------------------------
@@ -122,8 +122,79 @@ impl ScenarioConfig {
         for (i, f) in self.flows.iter().enumerate() {
             flow(&format!("flows[{i}]"), f, self.duration_ns)?;
         }
+        let (segs, _) = self.segments();
+        for (i, c) in self.cross.iter().enumerate() {
+            cross(&format!("cross[{i}]"), c, &segs)?;
+        }
         Ok(())
     }
+}
+
+/// A cross-traffic source: its rates, packet size and laws, on a segment that exists.
+fn cross(p: &str, c: &CrossConfig, segs: &[SegmentConfig]) -> Result<(), ConfigError> {
+    if let (Some(name), _) = c.place() {
+        if !segs.iter().any(|s| s.name == name) {
+            let names: Vec<&str> = segs.iter().map(|s| s.name.as_str()).collect();
+            return Err(ConfigError::new(
+                &format!("{p}.segment"),
+                format_args!("no segment {name:?}; allowed: {}", names.join(", ")),
+            ));
+        }
+    }
+    match c {
+        CrossConfig::Flows {
+            offered_bps,
+            peak_bps,
+            packet_bytes,
+            size,
+            ..
+        } => {
+            rate(&format!("{p}.offered_bps"), *offered_bps)?;
+            rate(&format!("{p}.peak_bps"), *peak_bps)?;
+            packet(&format!("{p}.packet_bytes"), *packet_bytes)?;
+            dist(&format!("{p}.size"), size, 1.0)
+        }
+        CrossConfig::OnOff {
+            peak_bps,
+            packet_bytes,
+            on,
+            off,
+            ..
+        } => {
+            rate(&format!("{p}.peak_bps"), *peak_bps)?;
+            packet(&format!("{p}.packet_bytes"), *packet_bytes)?;
+            // periods of at least 1 µs: shorter ones are below the simulator's packet times
+            dist(&format!("{p}.on"), on, 1e3)?;
+            dist(&format!("{p}.off"), off, 1e3)
+        }
+    }
+}
+
+fn packet(field: &str, bytes: u32) -> Result<(), ConfigError> {
+    let r = CROSS_PACKET_BYTES;
+    in_range(field, bytes, *r.start(), *r.end())
+}
+
+/// A law's mean in `min_mean ..= 1e15` and its shape in range.
+fn dist(p: &str, d: &DistConfig, min_mean: f64) -> Result<(), ConfigError> {
+    let mean = match *d {
+        DistConfig::Constant { mean } | DistConfig::Exponential { mean } => mean,
+        DistConfig::Pareto { mean, shape } => {
+            // a <= 1 has no mean: the offered load would be undefined
+            if !(shape > 1.0 && shape <= 100.0) {
+                return Err(ConfigError::new(
+                    &format!("{p}.shape"),
+                    format_args!("{shape} is out of range; allowed: > 1 ..= 100"),
+                ));
+            }
+            mean
+        }
+        DistConfig::Lognormal { mean, sigma } => {
+            in_range(&format!("{p}.sigma"), sigma, 0.0, 10.0)?;
+            mean
+        }
+    };
+    in_range(&format!("{p}.mean"), mean, min_mean, 1e15)
 }
 
 fn flow(p: &str, f: &FlowConfig, duration_ns: u64) -> Result<(), ConfigError> {

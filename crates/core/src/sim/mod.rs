@@ -11,6 +11,7 @@ pub mod relay;
 pub mod series;
 pub mod trace;
 
+use crate::app::cross::CrossSource;
 use crate::engine::event::EventQueue;
 use crate::engine::time::{SimDuration, SimTime};
 use crate::net::link::{Admission, LinkOutput};
@@ -41,6 +42,8 @@ pub enum Event {
     FlowStart { flow: u32 },
     /// A constant-bit-rate source sends its next datagram(s).
     UdpSend { flow: u32 },
+    /// A cross-traffic source starts bursts or sends packets.
+    CrossSend { source: u32 },
     /// End of a series interval: sample the counters.
     Sample,
 }
@@ -78,6 +81,8 @@ pub struct Simulation {
     pub conns: Vec<Connection>,
     /// User flows, in scenario order.
     pub flows: Vec<Flow>,
+    /// Cross-traffic sources, in scenario order (not flows: reported on their own).
+    pub cross: Vec<CrossSource>,
     /// Which relay each connection feeds or is fed by.
     relays: RelayIndex,
     pub end: SimTime,
@@ -114,6 +119,18 @@ impl Simulation {
         if interval < end.since(SimTime::ZERO) {
             queue.schedule(SimTime::ZERO + interval, Event::Sample);
         }
+        let cross: Vec<CrossSource> = cfg
+            .cross
+            .iter()
+            .enumerate()
+            .map(|(i, c)| CrossSource::new(i as u32, c, cfg.seed))
+            .collect();
+        for c in &cross {
+            let t = c.deadline();
+            if t < end {
+                queue.schedule(t, Event::CrossSend { source: c.index });
+            }
+        }
         let series = SeriesRecorder::new(plan.flows.len(), interval, series);
         Ok(Simulation {
             cfg,
@@ -122,6 +139,7 @@ impl Simulation {
             topo,
             conns: plan.conns,
             flows: plan.flows,
+            cross,
             relays,
             end,
             out: Vec::with_capacity(64),
@@ -189,6 +207,7 @@ impl Simulation {
             Event::Timer { conn, side, slot } => self.timer(now, conn, side, slot),
             Event::FlowStart { flow } => self.start_flow(now, flow),
             Event::UdpSend { flow } => self.udp_send(now, flow),
+            Event::CrossSend { source } => self.cross_send(now, source),
             Event::Sample => {
                 self.sample(now);
                 // the series cannot be delivered: the rest of the run would be wasted
@@ -234,6 +253,17 @@ impl Simulation {
         if let Some(t) = next.filter(|&t| t < self.end) {
             self.queue.schedule(t, Event::UdpSend { flow });
         }
+        self.inject(now, route);
+    }
+
+    fn cross_send(&mut self, now: SimTime, source: u32) {
+        let c = &mut self.cross[source as usize];
+        c.on_timer(now, &mut self.out);
+        let next = c.deadline();
+        if next < self.end {
+            self.queue.schedule(next, Event::CrossSend { source });
+        }
+        let route = self.topo.cross_routes[source as usize];
         self.inject(now, route);
     }
 
@@ -362,9 +392,14 @@ impl Simulation {
         self.link_out = outs;
     }
 
-    /// A link dropped packet `idx`: free it, and count it against its UDP flow if any.
+    /// A link dropped packet `idx`: free it, and count it against its UDP flow or
+    /// cross-traffic source if any.
     fn drop_packet(&mut self, idx: u32) {
         let p = self.pool.take(idx);
+        if let Dest::Cross { source } = self.topo.routes[p.route as usize].dest {
+            self.cross[source as usize].counters.packets_dropped += 1;
+            return;
+        }
         if p.kind == PacketKind::Udp {
             if let FlowKind::Udp { sink, .. } = &mut self.flows[p.flow as usize].kind {
                 sink.packets_dropped += 1;
@@ -408,6 +443,7 @@ impl Simulation {
                     sink.on_packet(now, &p);
                 }
             }
+            Dest::Cross { source } => self.cross[source as usize].on_delivered(&p),
         }
     }
 

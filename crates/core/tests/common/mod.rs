@@ -67,6 +67,7 @@ impl Spec {
             ..DirConfig::droptail(rate, one_way_ns, self.queue_pkts)
         };
         ScenarioConfig {
+            cross: Vec::new(),
             name: "test".into(),
             seed: self.seed,
             duration_ns: self.duration_s * 1_000_000_000,

@@ -320,7 +320,8 @@ impl Tracer {
             .iter()
             .map(|r| match r.dest {
                 Dest::Udp { flow } => flow,
-                Dest::Conn { .. } => u32::MAX,
+                // cross traffic is not a flow under test: never captured
+                Dest::Conn { .. } | Dest::Cross { .. } => u32::MAX,
             })
             .collect();
         Ok(Tracer {
@@ -388,7 +389,7 @@ impl Tracer {
             self.wires[conn].tcp_frame(p, pool.sacks(idx), dir, self.snaplen, &mut f);
         } else {
             let flow = self.udp_route_flow[route - n_routes];
-            if !self.flows[flow as usize] {
+            if flow == u32::MAX || !self.flows[flow as usize] {
                 return;
             }
             frame::udp_frame(flow, p, self.snaplen, &mut f);

@@ -1,0 +1,151 @@
+//! Cross traffic in full simulations: it takes its share of the link it crosses, the flows
+//! under test get the rest, it is reported apart from them, and bad input is one line.
+mod common;
+use common::{assert_conservation, run_config, Spec};
+use tcplab_core::scenario::*;
+use tcplab_core::sim::Simulation;
+
+const MBPS: u64 = 1_000_000;
+
+/// One CUBIC bulk flow on a 10 Mbit/s, 40 ms dumbbell (queue 100 packets, 3×BDP) for
+/// `secs`, with `cross` on the bottleneck.
+fn with_cross(cross: Vec<CrossConfig>, secs: u64, seed: u64) -> ScenarioConfig {
+    let mut cfg = Spec {
+        rtt_ms: 40.0,
+        rate_bps: 10 * MBPS,
+        return_rate_bps: 10 * MBPS,
+        duration_s: secs,
+        cca: "cubic",
+        seed,
+        ..Default::default()
+    }
+    .build();
+    cfg.cross = cross;
+    cfg
+}
+
+fn lognormal_flows(offered_bps: u64) -> CrossConfig {
+    CrossConfig::Flows {
+        segment: None,
+        reverse: false,
+        offered_bps,
+        peak_bps: 5 * MBPS,
+        packet_bytes: 1500,
+        size: DistConfig::Lognormal {
+            mean: 30_000.0,
+            sigma: 1.0,
+        },
+    }
+}
+
+#[test]
+fn tcp_gets_the_capacity_the_cross_traffic_leaves() {
+    // 3 Mbit/s of open-loop cross traffic on 10 Mbit/s: the TCP flow can have the other
+    // 7 Mbit/s of wire rate, 7e6 * 1448 / 1500 = 6.76 Mbit/s of payload (timestamps take
+    // 12 of the 52 header bytes: 1448 payload bytes per 1500-byte packet).
+    let r = run_config(with_cross(vec![lognormal_flows(3 * MBPS)], 120, 1));
+    assert_eq!(r.flows.len(), 1, "cross traffic is not a flow");
+    assert_eq!(r.cross.len(), 1);
+    let c = &r.cross[0];
+    assert_eq!(c.link, "bottleneck.forward");
+    assert_eq!(c.kind, "flows");
+    // offered 3 Mbit/s in about 1500 flows over 120 s: the total of N lognormal sizes
+    // (sigma 1, CV^2 = e - 1) with N Poisson has a relative sd of sqrt((1 + CV^2) / N) =
+    // sqrt(2.72 / 1500) = 4.3 %, so the realised load is within 3 sd = 13 % (the unit
+    // tests check the mean closely over longer runs)
+    assert!((c.sent_bps / 3e6 - 1.0).abs() < 0.13, "{}", c.sent_bps);
+    assert!(c.bytes_sent <= c.bytes_offered);
+    // whatever it lost to the queue, the rest arrived (nothing is left but in flight)
+    assert!(c.packets_delivered + c.packets_dropped <= c.packets_sent);
+    assert!(c.packets_sent - c.packets_delivered - c.packets_dropped < 10);
+    let left_bps = (10e6 - c.delivered_bps) * 1448.0 / 1500.0;
+    let tcp = r.flows[0].goodput_bps;
+    assert!(tcp <= left_bps * 1.002, "{tcp} > {left_bps}");
+    assert!(tcp >= left_bps * 0.9, "{tcp} < 0.9 x {left_bps}");
+    // the link carried both: near full
+    assert!(r.links[0].utilization > 0.95, "{}", r.links[0].utilization);
+}
+
+#[test]
+fn cross_traffic_on_the_reverse_direction_leaves_the_data_alone() {
+    // 3 Mbit/s on the ACK direction of a 10 Mbit/s link whose ACKs need ~0.3 Mbit/s: the
+    // data direction stays the flow's (6.76 Mbit/s of payload at 7 Mbit/s becomes ~9.65).
+    let mut cross = lognormal_flows(3 * MBPS);
+    if let CrossConfig::Flows { reverse, .. } = &mut cross {
+        *reverse = true;
+    }
+    let r = run_config(with_cross(vec![cross], 60, 2));
+    assert_eq!(r.cross[0].link, "bottleneck.reverse");
+    assert!(r.flows[0].goodput_bps > 9.0e6, "{}", r.flows[0].goodput_bps);
+}
+
+#[test]
+fn packets_are_conserved_and_runs_repeat() {
+    let on_off = CrossConfig::OnOff {
+        segment: Some("bottleneck".into()),
+        reverse: false,
+        peak_bps: 8 * MBPS,
+        packet_bytes: 1000,
+        on: DistConfig::Pareto {
+            mean: 50e6,
+            shape: 1.5,
+        },
+        off: DistConfig::Exponential { mean: 150e6 },
+    };
+    let cfg = with_cross(vec![lognormal_flows(2 * MBPS), on_off], 30, 3);
+    let mut sim = Simulation::new(cfg.clone()).unwrap();
+    sim.run();
+    assert_conservation(&sim);
+    let a = tcplab_core::result::summarize(&sim);
+    let b = run_config(cfg);
+    assert_eq!(a.cross[1].bytes_sent, b.cross[1].bytes_sent);
+    assert_eq!(a.flows[0].bytes_delivered, b.flows[0].bytes_delivered);
+    assert!(a.cross[1].bursts > 0);
+}
+
+#[test]
+fn bad_cross_traffic_is_a_one_line_error_naming_the_field() {
+    let err = |c: CrossConfig| {
+        let e = Simulation::new(with_cross(vec![c], 1, 1)).err().unwrap().0;
+        assert!(!e.contains('\n'), "{e}");
+        e
+    };
+    let mut c = lognormal_flows(MBPS);
+    if let CrossConfig::Flows { segment, .. } = &mut c {
+        *segment = Some("satellite".into());
+    }
+    let e = err(c);
+    assert!(
+        e.starts_with("cross[0].segment: no segment \"satellite\""),
+        "{e}"
+    );
+    let mut c = lognormal_flows(MBPS);
+    if let CrossConfig::Flows { size, .. } = &mut c {
+        *size = DistConfig::Pareto {
+            mean: 1e4,
+            shape: 1.0,
+        };
+    }
+    assert!(err(c).starts_with("cross[0].size.shape: 1 is out of range"));
+    let mut c = lognormal_flows(0);
+    assert!(err(c.clone()).starts_with("cross[0].offered_bps: 0 is out of range"));
+    if let CrossConfig::Flows {
+        offered_bps,
+        packet_bytes,
+        ..
+    } = &mut c
+    {
+        *offered_bps = MBPS;
+        *packet_bytes = 20;
+    }
+    assert!(err(c).starts_with("cross[0].packet_bytes: 20 is out of range"));
+}
+
+#[test]
+fn cross_json_parses_with_its_tags() {
+    let text = r#"{"kind": "on_off", "peak_bps": 1000000, "packet_bytes": 1500,
+        "on": {"dist": "exponential", "mean": 1e8}, "off": {"dist": "pareto", "mean": 1e8, "shape": 1.4}}"#;
+    let c: CrossConfig = serde_json::from_str(text).unwrap();
+    assert_eq!(c.place(), (None, false));
+    assert_eq!(c.kind_name(), "on_off");
+}
