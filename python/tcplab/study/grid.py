@@ -81,6 +81,8 @@ class RunSpec:
     scenario_toml: str = field(repr=False, default="")
     #: the simulator's model version the run is (to be) computed with
     model_version: int | None = None
+    #: each `[[flows]]` table's count (`runner.flow_tables`): how the core's errors number flows
+    flow_tables: tuple[int, ...] = ()
 
     @property
     def key(self) -> RunKey:
@@ -140,17 +142,28 @@ class Study:
             from .. import _core
 
             model_version = _core.model_version()
+        from ..runner import flow_tables
+
         for variant, params in self.points():
             pairs = [*variant.overrides, *params.items()]
             scenario = _validate_point(self, variant, pairs)
             normalized = normalize(scenario)
             digest = scenario_hash(normalized)
+            tables = flow_tables(scenario)
             for rep in range(self.repetitions):
                 seed = self.base_seed + rep
                 run = dict(normalized)
                 run["seed"] = seed
                 yield RunSpec(
-                    self.name, variant.name, params, seed, digest, run, self.text, model_version
+                    self.name,
+                    variant.name,
+                    params,
+                    seed,
+                    digest,
+                    run,
+                    self.text,
+                    model_version,
+                    tables,
                 )
 
     def definition(self) -> dict[str, Any]:
