@@ -9,6 +9,7 @@ trace lengths) are in `limits.py`; docs/limits.md lists both.
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 from collections.abc import Mapping
@@ -87,8 +88,10 @@ def check_tree(value: Any, where: tuple[str | int, ...] = ()) -> None:
 
 
 def _digits(number: int) -> int:
-    # a 4,300-digit integer cannot even be printed (sys.get_int_max_str_digits): estimate
-    return max(1, round(abs(number).bit_length() * 0.30103) + 1)
+    if abs(number).bit_length() < 10_000:
+        return len(str(abs(number)))
+    # thousands of digits cannot even be printed (sys.get_int_max_str_digits): about this many
+    return int(abs(number).bit_length() * math.log10(2)) + 1
 
 
 def _check_string(text: str, loc: tuple[str | int, ...]) -> None:
@@ -101,10 +104,11 @@ def _check_string(text: str, loc: tuple[str | int, ...]) -> None:
         )
 
 
-def parse_toml(text: str, where: str, *, positions: bool = True) -> dict[str, Any]:
+def parse_toml(text: str, where: str, *, file: bool = True) -> dict[str, Any]:
     """`tomllib.loads` with every failure as a one-line `ScenarioError` starting with
-    `where` (a file name, `--set KEY`), and the result checked by `check_tree`.
-    `positions`: name the line and column (text the user wrote as a file)."""
+    `where` (a file name, `--set KEY`). `file`: the text is a file the user wrote, so an
+    error names its line and column, and the result is checked by `check_tree` (a `--set`
+    value is checked where it is named)."""
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError:
@@ -116,8 +120,9 @@ def parse_toml(text: str, where: str, *, positions: bool = True) -> dict[str, An
         ) from None
     except ValueError as exc:
         # Python refuses to convert integers of thousands of digits (int_max_str_digits)
-        raise ScenarioError(f"{where}: {_long_integer(text, positions) or exc}") from None
-    check_tree(raw)
+        raise ScenarioError(f"{where}: {_long_integer(text, file) or exc}") from None
+    if file:
+        check_tree(raw)
     return raw
 
 

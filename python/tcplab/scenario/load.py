@@ -139,9 +139,8 @@ def parse_override(text: str) -> tuple[str, Any]:
             override_label(), text, "expected key.path=value", 'e.g. "bottleneck.per=1e-4"'
         )
     try:
-        value: Any = parse_toml(f"v = {value_text}", override_label(key.strip()), positions=False)[
-            "v"
-        ]
+        where = override_label(key.strip())
+        value: Any = parse_toml(f"v = {value_text}", where, file=False)["v"]
     except tomllib.TOMLDecodeError:
         value = value_text.strip()
     return key.strip(), value

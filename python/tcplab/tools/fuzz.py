@@ -613,6 +613,35 @@ class Report:
     wall_s: float = 0.0
 
 
+def _shard(args: tuple[int, int, int, Path, int]) -> Report:
+    cases, seed, shard, root, subprocess_every = args
+    return fuzz(cases, seed, root, subprocess_every=subprocess_every, shard=shard)
+
+
+def fuzz_parallel(
+    cases: int, seed: int, root: Path, jobs: int, subprocess_every: int = SUBPROCESS_EVERY
+) -> Report:
+    """`fuzz` split over `jobs` processes; shard k runs its share of the cases from the
+    random stream (seed, k), so a run is reproduced by the same seed and jobs."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    shares = [cases // jobs + (1 if k < cases % jobs else 0) for k in range(jobs)]
+    started = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        reports = list(
+            pool.map(_shard, [(n, seed, k, root, subprocess_every) for k, n in enumerate(shares)])
+        )
+    total = Report(0, {}, [], 0.0)
+    assert total.exits is not None and total.failures is not None
+    for report in reports:
+        total.cases += report.cases
+        for status, count in (report.exits or {}).items():
+            total.exits[status] = total.exits.get(status, 0) + count
+        total.failures += report.failures or []
+    total.wall_s = time.perf_counter() - started
+    return total
+
+
 def fuzz(
     cases: int,
     seed: int,
@@ -620,10 +649,11 @@ def fuzz(
     *,
     subprocess_every: int = SUBPROCESS_EVERY,
     verbose: bool = False,
+    shard: int | None = None,
 ) -> Report:
-    """Run `cases` cases from `seed`; every failure is listed with the case's number, its
-    command line and its file."""
-    rng = random.Random(seed)
+    """Run `cases` cases from `seed` (and `shard`, see `fuzz_parallel`); every failure is
+    listed with the case's number, its command line and its file."""
+    rng = random.Random(seed if shard is None else f"{seed}/{shard}")
     templates = _shipped(root)
     report = Report(0, {}, [])
     assert report.exits is not None and report.failures is not None
@@ -668,7 +698,8 @@ def fuzz(
             if problems:
                 command = " ".join(_short(a) for a in case.argv)
                 report.failures.append(
-                    f"case {number} (seed {seed}): tcplab {command}: {'; '.join(problems)}\n"
+                    f"case {number} (seed {seed}, shard {shard}): tcplab {command}: "
+                    f"{'; '.join(problems)}\n"
                     f"--- case.toml ---\n{_short(case.files['case.toml'], 2000)}"
                 )
             if os.environ.get("TCPLAB_FUZZ_TRACE"):
@@ -714,6 +745,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cases", type=int, default=300)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--root", default=None, help="the tcplab checkout (default: this one)")
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes")
     parser.add_argument(
         "--subprocess-every", type=int, default=SUBPROCESS_EVERY, help="one case in N as a process"
     )
@@ -721,12 +753,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .golden import repo_root
 
     root = Path(args.root) if args.root else repo_root()
-    report = fuzz(args.cases, args.seed, root, subprocess_every=args.subprocess_every, verbose=True)
+    if args.jobs > 1:
+        report = fuzz_parallel(args.cases, args.seed, root, args.jobs, args.subprocess_every)
+    else:
+        report = fuzz(
+            args.cases, args.seed, root, subprocess_every=args.subprocess_every, verbose=True
+        )
     for failure in report.failures or []:
         print(failure, file=sys.stderr)
     exits = ", ".join(f"exit {k}: {v}" for k, v in sorted((report.exits or {}).items()))
     print(
-        f"fuzz: {report.cases} cases (seed {args.seed}), {len(report.failures or [])} failures, "
+        f"fuzz: {report.cases} cases (seed {args.seed}, jobs {args.jobs}), "
+        f"{len(report.failures or [])} failures, "
         f"{exits}, {report.wall_s:.1f} s"
     )
     return 1 if report.failures else 0
