@@ -36,9 +36,12 @@ MAX_NUMBER_CHARS: Final = 64
 MAX_EXPONENT: Final = 30
 #: Lines of a rate or delivery trace file, and entries of any list the core takes (the core's).
 MAX_TRACE_LINES: Final = LIMITS.max_trace_len
-#: Distinct values of one swept range (`{log = [a, b], points = n}`) and runs of one study.
+#: Distinct values of one swept range (`{log = [a, b], points = n}`) and runs of one study
+#: (grid points x repetitions).
 MAX_POINTS: Final = 100_000
 MAX_RUNS: Final = 10_000_000
+#: Repetitions of each grid point (`[sweep] repetitions`).
+MAX_REPETITIONS: Final = 100_000
 
 _LONG_INTEGER: Final = re.compile(r"[0-9_]{21,}")
 

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ScenarioError, field_error, overridden_key
+from ..input_limits import MAX_POINTS, MAX_REPETITIONS, MAX_RUNS
 from ..scenario.load import load_scenario, read_toml
 from ..scenario.model import Scenario
 from ..scenario.normalize import normalize
@@ -49,9 +50,6 @@ from .paper import Paper
 
 if TYPE_CHECKING:
     from .store import Member, RevisionPlan, RunKey
-
-MAX_RUNS = 10_000_000
-MAX_POINTS = 100_000
 
 
 @dataclass(frozen=True)
@@ -357,8 +355,8 @@ def study_from_dict(
     if isinstance(base_seed, bool) or not isinstance(base_seed, int) or base_seed < 0:
         raise field_error("study.base_seed", base_seed, "must be a non-negative integer")
     reps = sweep.pop("repetitions", 1)
-    if isinstance(reps, bool) or not isinstance(reps, int) or not 1 <= reps <= 100_000:
-        raise field_error("sweep.repetitions", reps, "out of range", "1 ..= 100000")
+    if isinstance(reps, bool) or not isinstance(reps, int) or not 1 <= reps <= MAX_REPETITIONS:
+        raise field_error("sweep.repetitions", reps, "out of range", f"1 ..= {MAX_REPETITIONS}")
     variants = _variants(sweep.pop("variants", None))
     axes = tuple(Axis(str(path), _axis_values(str(path), spec)) for path, spec in sweep.items())
     data.setdefault("name", name)
