@@ -198,3 +198,15 @@ def test_random_ts_offset_off_lets_lp_yield_to_reno(
         shares[offset] = lp / (reno + lp)
     assert shares["false"] < 0.1  # LP yields
     assert shares["true"] > 0.3  # LP blind to delay: a fair share, about
+
+
+def test_a_swept_seed_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Found by the fuzz: a `seed` axis collided with the run's own seed column (exit 1)."""
+    study = _file(tmp_path, SHORT + '\n[sweep]\n"seed" = [1, 2]\n')
+    _one_line_error(
+        *_main(capsys, "sweep", study, "--db", str(tmp_path / "x.duckdb"), "--no-progress"),
+        "sweep.seed = [1, 2]: a study's runs take their seeds from base_seed and repetitions",
+    )
+    assert not (tmp_path / "x.duckdb").exists()  # refused before the database is made

@@ -297,6 +297,20 @@ def _axis_values(path: str, spec: Any) -> tuple[Any, ...]:
     return tuple(float(f"{lo + step * i:.12g}") for i in range(points))
 
 
+def _no_swept_seed(axes: Sequence[Axis], variants: Sequence[Variant]) -> None:
+    """Each run's seed is the study's (base_seed + repetition): a seed set by the grid would be
+    replaced, so it is refused rather than ignored."""
+    allowed = "[study] base_seed = N and [sweep] repetitions = M (seeds N, N+1, ...)"
+    problem = "a study's runs take their seeds from base_seed and repetitions"
+    for axis in axes:
+        if re.sub(r"\s", "", axis.path) == "seed":
+            raise field_error(f"sweep.{axis.path}", list(axis.values), problem, allowed)
+    for index, variant in enumerate(variants):
+        for key, value in variant.overrides:
+            if str(key).strip() == "seed":
+                raise field_error(f"sweep.variants[{index}].set.seed", value, problem, allowed)
+
+
 def _variants(raw: Any) -> tuple[Variant, ...]:
     if raw is None:
         return (Variant(""),)
@@ -359,6 +373,7 @@ def study_from_dict(
         raise field_error("sweep.repetitions", reps, "out of range", f"1 ..= {MAX_REPETITIONS}")
     variants = _variants(sweep.pop("variants", None))
     axes = tuple(Axis(str(path), _axis_values(str(path), spec)) for path, spec in sweep.items())
+    _no_swept_seed(axes, variants)
     data.setdefault("name", name)
     study = Study(
         name,
