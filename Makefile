@@ -7,7 +7,7 @@ export PYO3_PYTHON := $(abspath $(PY))
 CARGO ?= cargo
 
 .PHONY: all venv build demo test test-rust lint test-py bench clean fmt system-deps report-shots \
-	dist docs
+	dist docs fuzz
 
 # Portable builds: every cargo and maturin command here builds for the host's triple named
 # explicitly and links through zig against glibc 2.17's symbols (packaging/zig-cc), so the
@@ -116,6 +116,16 @@ docs: build
 
 bench: build
 	$(BIN)/python -m tcplab.tools.bench
+
+# The input-boundary fuzz of `make test` (tests/test_fuzz.py) with more cases: every malformed
+# file or argument must end in exit 0 or a one-line error (exit 2). FUZZ_SEED and FUZZ_JOBS
+# (worker processes) pick the cases.
+FUZZ_CASES ?= 2000
+FUZZ_SEED ?= 1
+FUZZ_JOBS ?= 4
+fuzz: build
+	$(BIN)/python -m tcplab.tools.fuzz --cases $(FUZZ_CASES) --seed $(FUZZ_SEED) \
+	  --jobs $(FUZZ_JOBS) --subprocess-every 200
 
 # Screenshots of two preset reports as headless Chromium renders them (short runs; not
 # committed): build/report-shots/goodput-ns2.png and cca-survey.png.

@@ -86,3 +86,34 @@ def test_the_json_keys_documented_are_the_ones_printed() -> None:
     links = _listed(text, "`bottleneck`:") - {"bottleneck", "links"}
     assert set(out["bottleneck"]) == links - link_only
     assert set(out["links"][0]) == links
+
+
+def test_the_input_limits_documented_are_the_ones_checked() -> None:
+    """docs/limits.md states each limit with its value; a changed constant must change it."""
+    from tcplab import input_limits as il
+    from tcplab.limits import LIMITS
+
+    rows = {
+        line.split("|")[1].strip(): line.split("|")[2].strip()
+        for line in (REPO / "docs" / "limits.md").read_text().splitlines()
+        if line.startswith("| ") and not line.startswith("| limit")
+    }
+    expected = {
+        "nesting of arrays and tables": f"{il.MAX_NESTING_DEPTH} levels",
+        "characters of a string or key": str(il.MAX_STRING_CHARS),
+        "entries of one array or table": str(il.MAX_ITEMS),
+        "integers": f"{il.MIN_INTEGER} to {il.MAX_INTEGER}",
+        "characters of the number in a quantity": str(il.MAX_NUMBER_CHARS),
+        "decimal exponent of a quantity": f"-{il.MAX_EXPONENT} to {il.MAX_EXPONENT}",
+        "lines of a trace file": str(il.MAX_TRACE_LINES),
+        "values of one swept range (`{log = [a, b], points = n}`)": str(il.MAX_POINTS),
+        "repetitions of each grid point": str(il.MAX_REPETITIONS),
+        "runs of one study (grid points x repetitions)": str(il.MAX_RUNS),
+        "flows (after `count` expansion)": str(LIMITS.max_flows),
+        "path segments": str(LIMITS.max_segments),
+        "seed": f"0 to {LIMITS.max_seed}",
+        "duration": f"at most {LIMITS.max_duration_ns // 10**9}s (30 days)",
+        "one-way delay": f"at most {LIMITS.max_delay_ns // 10**9}s",
+    }
+    for name, value in expected.items():
+        assert rows.get(name) == value, (name, rows.get(name))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -76,14 +77,46 @@ def run_scenario(
     scenario: Scenario, series: SeriesTarget = MEMORY, trace: Trace | None = None
 ) -> RunResult:
     """Run an already validated scenario; wall time is measured around the core call only."""
-    return run_normalized(normalize(scenario), series=series, trace=trace)
+    return run_normalized(
+        normalize(scenario), series=series, trace=trace, flow_tables=flow_tables(scenario)
+    )
+
+
+def flow_tables(scenario: Scenario) -> tuple[int, ...]:
+    """Each `[[flows]]` table's `count`, in order: what `core_error` numbers flows by."""
+    return tuple(flow.count for flow in scenario.flows)
+
+
+_CORE_FLOW: Final = re.compile(r"\bflows\[(\d+)\]")
+
+
+def core_error(exc: Exception, tables: Sequence[int] = ()) -> ScenarioError:
+    """The core's refusal of a scenario as the user's one-line error. The core numbers the
+    flows after `count` expansion; with `tables` (`flow_tables`) they are numbered as the
+    user wrote them (the fifth flow of `[[flows]] count = 4` after one lone flow is
+    `flows[1]`)."""
+
+    def as_written(found: re.Match[str]) -> str:
+        index = int(found.group(1))
+        for table, count in enumerate(tables):
+            if index < count:
+                return f"flows[{table}]"
+            index -= count
+        return found.group(0)
+
+    message = _CORE_FLOW.sub(as_written, str(exc)) if tables else str(exc)
+    return ScenarioError(f"simulation core: {message}")
 
 
 def run_normalized(
-    normalized: Mapping[str, Any], series: SeriesTarget = MEMORY, trace: Trace | None = None
+    normalized: Mapping[str, Any],
+    series: SeriesTarget = MEMORY,
+    trace: Trace | None = None,
+    flow_tables: Sequence[int] = (),
 ) -> RunResult:
     """Run a normalized scenario (docs/interface.md), e.g. the effective scenario an
-    emulation ran, so both sides see exactly the same input."""
+    emulation ran, so both sides see exactly the same input. `flow_tables` (`flow_tables`)
+    numbers flows in the core's errors as the scenario file does."""
     target = None
     if series is not None and series != MEMORY:
         from .results.series import check_series_path
@@ -113,11 +146,13 @@ def run_normalized(
             result_text = _core.run_json_series(text, None)
         else:
             result_text = _stream(target, lambda path: _core.run_json_series(text, path))
+    except ScenarioError:
+        raise  # already the user's error (an unwritable --series file)
     except ValueError as exc:
         if prepared is not None and prepared.events_raw is not None:
             prepared.events_raw.unlink(missing_ok=True)
         # The core re-validates its input; its message already names the field.
-        raise ScenarioError(f"simulation core: {exc}") from None
+        raise core_error(exc, flow_tables) from None
     wall_s = time.perf_counter() - started
     result = RunResult.from_json(
         result_text,

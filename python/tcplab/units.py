@@ -24,6 +24,7 @@ from fractions import Fraction
 from typing import Final
 
 from .errors import Problem
+from .input_limits import exact_number
 
 _QUANTITY: Final = re.compile(
     r"^\s*(?P<num>[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*(?P<unit>[A-Za-zµ/]*)\s*$"
@@ -64,7 +65,7 @@ def _split(text: str, allowed: str) -> tuple[Fraction, str]:
     match = _QUANTITY.match(text)
     if match is None:
         raise Problem("not a number followed by a unit", allowed)
-    number = Fraction(match["num"])
+    number = exact_number(match["num"])
     if number < 0:
         raise Problem("must not be negative", allowed)
     return number, match["unit"]
@@ -112,7 +113,7 @@ def parse_size_bytes(value: object) -> int:
         raise Problem("a byte count must be an integer", SIZE_ALLOWED)
     text = _reject_non_string(value, "size", SIZE_ALLOWED)
     if text.strip().isdigit():
-        return int(text)
+        return int(exact_number(text))
     number, unit = _split(text, SIZE_ALLOWED)
     if unit.endswith("b") and unit.lower() in SIZE_UNITS_BYTES:
         raise Problem("a lower-case 'b' means bits; sizes are in bytes (B)", SIZE_ALLOWED)

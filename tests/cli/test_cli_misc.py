@@ -31,7 +31,9 @@ def test_internal_error_is_one_line_exit_1(
     path.write_text(GEO_TOML)
     assert cli.main(["run", str(path)]) == 1
     captured = capsys.readouterr()
-    assert captured.err == "internal error: RuntimeError: boom second line\n"
+    assert captured.err.startswith("internal error: RuntimeError: boom second line (a bug in ")
+    assert "please report it" in captured.err and "TCPLAB_TRACEBACK=1" in captured.err
+    assert captured.err.count("\n") == 1
     assert captured.out == ""
 
 

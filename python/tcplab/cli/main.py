@@ -3,8 +3,9 @@
 (`examples.py`).
 
 User mistakes print one line `error: ...` on stderr and exit with status 2; anything else that
-goes wrong prints `internal error: ...` and exits with 1 (set TCPLAB_TRACEBACK=1 to see the
-traceback). Tables go to stdout through rich; `--json` prints exactly one JSON document.
+goes wrong is a bug: it prints `internal error: ...` with a request to report it and exits
+with 1 (set TCPLAB_TRACEBACK=1 to see the traceback). Tables go to stdout through rich;
+`--json` prints exactly one JSON document.
 
 Building the parser imports no command's dependencies: `tcplab --version` and `--help` load
 neither pydantic nor pandas, matplotlib, DuckDB or pyarrow (asserted by the tests).
@@ -24,6 +25,13 @@ from .options import Parser
 COMMANDS = (
     "run, check, ccas, demo, sweep, report, plot, results, study, emulate, validate, compare, "
     "examples"
+)
+
+
+#: What an internal error adds: it is a bug, and how to show it.
+BUG_HINT = (
+    "a bug in tcplab, not in your input: please report it with the output of the same "
+    "command run with TCPLAB_TRACEBACK=1"
 )
 
 
@@ -81,5 +89,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if os.environ.get("TCPLAB_TRACEBACK"):
             raise
-        print(" ".join(f"internal error: {type(exc).__name__}: {exc}".split()), file=sys.stderr)
+        # never the user's mistake (those are ScenarioErrors): ask for a report
+        print(
+            " ".join(f"internal error: {type(exc).__name__}: {exc}".split()) + f" ({BUG_HINT})",
+            file=sys.stderr,
+        )
         return 1

@@ -8,6 +8,7 @@ Nothing heavy is imported here: `tcplab --help` builds every parser.
 from __future__ import annotations
 
 import argparse
+import re
 from typing import Any, NoReturn
 
 from ..errors import Problem, ScenarioError, field_error
@@ -16,6 +17,12 @@ from ..errors import Problem, ScenarioError, field_error
 class Parser(argparse.ArgumentParser):
     """argparse that reports usage mistakes as a one-line ScenarioError instead of exiting
     with a multi-line usage message."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # `--duration -1s` and `--set -x`: a word starting with "-" and a digit is a value
+        # (then refused by its option, in one line), not an unknown option
+        self._negative_number_matcher = re.compile(r"^-\.?\d")
 
     def error(self, message: str) -> NoReturn:
         raise ScenarioError(message.removeprefix("argument "))

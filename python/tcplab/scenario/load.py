@@ -27,6 +27,7 @@ from ..errors import (
     format_path,
     override_label,
 )
+from ..input_limits import check_tree, parse_toml
 from .checks import check_scenario
 from .model import Scenario
 from .schema import field_by_key, field_kind, keys_of, model_at
@@ -61,7 +62,7 @@ def read_toml(path: str | os.PathLike[str]) -> dict[str, Any]:
     except OSError as exc:
         raise ScenarioError(f"{path}: cannot read: {exc.strerror}") from None
     try:
-        return tomllib.loads(text)
+        return parse_toml(text, str(path))
     except tomllib.TOMLDecodeError as exc:
         raise ScenarioError(f"{path}: {_toml_problem(str(exc), text)}") from None
 
@@ -93,6 +94,14 @@ def translate_validation_error(error: ValidationError) -> ScenarioError:
         field = field_by_key(model_at(loc[:-1]), str(loc[-1]))
         hint = field.description if field is not None else None
         return field_error(path, NO_VALUE, "missing required key", hint)
+    if kind == "extra_forbidden" and loc in (("sweep",), ("study",)):
+        # a study file given where one scenario is expected
+        return field_error(
+            path,
+            NO_VALUE,
+            f"a study's [{path}] table: this command runs one scenario",
+            f"tcplab sweep FILE to run the study; remove [{path}] to run its base scenario",
+        )
     if kind == "extra_forbidden":
         return field_error(path, value, "unknown key", ", ".join(keys_of(model_at(loc[:-1]))))
     if kind == "value_error":
@@ -130,7 +139,8 @@ def parse_override(text: str) -> tuple[str, Any]:
             override_label(), text, "expected key.path=value", 'e.g. "bottleneck.per=1e-4"'
         )
     try:
-        value: Any = tomllib.loads(f"v = {value_text}")["v"]
+        where = override_label(key.strip())
+        value: Any = parse_toml(f"v = {value_text}", where, file=False)["v"]
     except tomllib.TOMLDecodeError:
         value = value_text.strip()
     return key.strip(), value
@@ -138,10 +148,14 @@ def parse_override(text: str) -> tuple[str, Any]:
 
 def override_pairs(overrides: Overrides) -> list[tuple[str, Any]]:
     if isinstance(overrides, Mapping):
-        return [(str(key), value) for key, value in overrides.items()]
-    if isinstance(overrides, str):  # a lone "k=v" string is a sequence of characters: wrap it
-        return [parse_override(overrides)]
-    return [parse_override(item) if isinstance(item, str) else item for item in overrides]
+        pairs = [(str(key), value) for key, value in overrides.items()]
+    elif isinstance(overrides, str):  # a lone "k=v" string is a sequence of characters: wrap it
+        pairs = [parse_override(overrides)]
+    else:
+        pairs = [parse_override(item) if isinstance(item, str) else item for item in overrides]
+    for key, value in pairs:
+        check_tree(value, (override_label(key),))
+    return pairs
 
 
 def apply_override(root: dict[str, Any], path_text: str, value: Any) -> None:
@@ -201,6 +215,7 @@ def raw_scenario(source: ScenarioSource) -> dict[str, Any]:
     if isinstance(source, Scenario):
         return source.model_dump(by_alias=True, exclude_none=True)
     if isinstance(source, Mapping):
+        check_tree(source)  # before deepcopy, which recurses
         return copy.deepcopy(dict(source))
     raw = read_toml(source)
     raw.setdefault("name", Path(source).stem)  # a file's name is a good default run name

@@ -34,6 +34,7 @@ from pydantic import (
 )
 
 from ..errors import Problem
+from ..input_limits import exact_number
 from ..limits import LIMITS
 from ..units import (
     format_duration_ns,
@@ -132,7 +133,7 @@ def parse_queue(value: object) -> QueueSpec:
     for suffix, kind in (("bdp", "bdp"), ("pkts", "pkts"), ("pkt", "pkts")):
         if text.endswith(suffix):
             try:
-                amount = Fraction(text.removesuffix(suffix).strip())
+                amount = exact_number(text.removesuffix(suffix))
             except ValueError:
                 raise Problem("not a number followed by a unit", QUEUE_ALLOWED) from None
             if amount <= 0:
@@ -573,6 +574,9 @@ class TcpSpec(_Model):
     mss_bytes: Mss | None = Field(None, alias="mss")
     sack: bool | None = None
     timestamps: bool | None = None
+    # a random offset per connection added to its timestamps (Linux >= 4.10, tcp_timestamps = 1);
+    # false is tcp_timestamps = 2
+    random_ts_offset: bool | None = None
     initial_window_pkts: InitialWindow | None = Field(None, alias="initial_window")
     rwnd_bytes: Rwnd | None = Field(None, alias="rwnd")
     # false caps the effective receive window at 65535 bytes (no RFC 7323 window scale option)

@@ -205,10 +205,11 @@ def _pep_json(scenario: Scenario, flow: FlowSpec) -> dict[str, Any] | None:
 
 
 def tcp_json(tcp: TcpOptions) -> dict[str, Any]:
-    """The core's `TcpConfig`: every option explicit, so the core's own defaults never apply
-    and the normalized JSON alone says what ran. `rwnd_bytes` is already capped at 65535
-    bytes without window scaling (the core would do the same)."""
-    return {
+    """The core's `TcpConfig`: every option explicit (but `random_ts_offset`, see below), so
+    the core's own defaults never apply and the normalized JSON alone says what ran.
+    `rwnd_bytes` is already capped at 65535 bytes without window scaling (the core would do
+    the same)."""
+    out: dict[str, Any] = {
         "stack": tcp.stack,
         "mss_bytes": tcp.mss_bytes,
         "sack": tcp.sack,
@@ -228,6 +229,12 @@ def tcp_json(tcp: TcpOptions) -> dict[str, Any]:
         "ecn": tcp.ecn,
         "slow_start_after_idle": tcp.slow_start_after_idle,
     }
+    # Written only when it changes what runs: without timestamps there is nothing to offset,
+    # and the offsets are the core's default, so scenarios that leave the option out keep
+    # their run keys.
+    if tcp.timestamps and not tcp.random_ts_offset:
+        out["random_ts_offset"] = False
+    return out
 
 
 def _flow_json(scenario: Scenario, flow: FlowSpec) -> dict[str, Any]:

@@ -53,6 +53,7 @@ class TcpOptions:
     frto: bool
     prr: bool
     timestamps: bool
+    random_ts_offset: bool
     delayed_ack: bool
     initial_window_pkts: int
     rwnd_bytes: int  # as given or defaulted; the 65535 cap is applied by `effective_rwnd_bytes`
@@ -83,6 +84,7 @@ class _Profile:
     frto: bool
     prr: bool
     timestamps: bool
+    random_ts_offset: bool
     delayed_ack: bool
     initial_window_pkts: int
     window_scaling: bool
@@ -111,6 +113,8 @@ NS2: Final = _Profile(
     frto=False,
     prr=False,
     timestamps=False,
+    # ns-2's timestamps carry the clock as it is; they are off here anyway
+    random_ts_offset=False,
     delayed_ack=False,
     initial_window_pkts=NS2_INITIAL_WINDOW_PKTS,
     window_scaling=False,
@@ -154,6 +158,7 @@ def resolve_tcp(tcp: TcpSpec, cca: str) -> TcpOptions:
         frto=_pick(tcp.frto, profile.frto),
         prr=_pick(tcp.prr, profile.prr),
         timestamps=_pick(tcp.timestamps, profile.timestamps),
+        random_ts_offset=_pick(tcp.random_ts_offset, profile.random_ts_offset),
         delayed_ack=_pick(tcp.delayed_ack, profile.delayed_ack),
         initial_window_pkts=(
             profile.initial_window_pkts

@@ -25,14 +25,15 @@ timestamp, as in Mahimahi's `mm-link`.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from fractions import Fraction
 from pathlib import Path
 from typing import Final, Literal
 
 from ..errors import Problem
+from ..input_limits import exact_number
 from ..limits import LIMITS
-from ..units import parse_duration_ns, parse_rate_bps
+from ..units import format_duration_ns, format_rate_bps, parse_duration_ns, parse_rate_bps
 
 #: Bytes a link may deliver per Mahimahi opportunity (one MTU-sized packet).
 # a delivery opportunity carries one full packet, and a trace is as long as the core takes
@@ -73,9 +74,21 @@ class DeliveryTrace:
         return bits * _NS_PER_S / self.period_ns
 
 
+_LATEST_MS: Final = f"at most {LIMITS.max_duration_ns // _NS_PER_MS} ms"
+_MAX_MS_DIGITS: Final = len(str(LIMITS.max_duration_ns // _NS_PER_MS))
+
+
+def _in_range(number: int, what: str, value: int, most: int, show: Callable[[int], str]) -> None:
+    """A line's value the core would refuse, refused naming the line."""
+    if value > most:
+        raise Problem(
+            f"line {number}: the {what} {show(value)} is too large", f"at most {show(most)}"
+        )
+
+
 def _plain(text: str, scale: int) -> int:
     """A unit-less number times `scale`, exactly (decimal text → Fraction)."""
-    value = Fraction(text.strip())
+    value = exact_number(text)
     if value < 0:
         raise Problem("must not be negative")
     return round(value * scale)
@@ -140,6 +153,10 @@ def parse_rate_trace_text(lines: list[str], path: str = "") -> RateTrace:
                 f"line {number}: the rate must be greater than 0",
                 "a positive rate (write an outage for a dead link)",
             )
+        _in_range(number, "time", t_ns, LIMITS.max_duration_ns, format_duration_ns)
+        _in_range(number, "rate", rate_bps, LIMITS.max_rate_bps, format_rate_bps)
+        if delay_ns is not None:
+            _in_range(number, "delay", delay_ns, LIMITS.max_delay_ns, format_duration_ns)
         if points and t_ns <= points[-1][0]:
             raise Problem(
                 f"line {number}: time {t_ns / 1e9:g}s is not after the previous line's "
@@ -162,7 +179,11 @@ def parse_delivery_trace_text(lines: list[str], path: str = "") -> DeliveryTrace
             continue
         if not line.isdigit():
             raise Problem(f"line {number}: {line[:20]!r} is not an integer", DELIVERY_TRACE_ALLOWED)
+        if len(line) > _MAX_MS_DIGITS:
+            raise Problem(f"line {number}: {line[:20]}... ms is too late", _LATEST_MS)
         value = int(line)
+        if value * _NS_PER_MS > LIMITS.max_duration_ns:
+            raise Problem(f"line {number}: {value} ms is too late", _LATEST_MS)
         if instants_ms and value < instants_ms[-1]:
             raise Problem(
                 f"line {number}: {value} ms is before the previous line's {instants_ms[-1]} ms",

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ScenarioError, field_error, overridden_key
+from ..input_limits import MAX_POINTS, MAX_REPETITIONS, MAX_RUNS
 from ..scenario.load import load_scenario, read_toml
 from ..scenario.model import Scenario
 from ..scenario.normalize import normalize
@@ -49,9 +50,6 @@ from .paper import Paper
 
 if TYPE_CHECKING:
     from .store import Member, RevisionPlan, RunKey
-
-MAX_RUNS = 10_000_000
-MAX_POINTS = 100_000
 
 
 @dataclass(frozen=True)
@@ -81,6 +79,8 @@ class RunSpec:
     scenario_toml: str = field(repr=False, default="")
     #: the simulator's model version the run is (to be) computed with
     model_version: int | None = None
+    #: each `[[flows]]` table's count (`runner.flow_tables`): how the core's errors number flows
+    flow_tables: tuple[int, ...] = ()
 
     @property
     def key(self) -> RunKey:
@@ -140,17 +140,28 @@ class Study:
             from .. import _core
 
             model_version = _core.model_version()
+        from ..runner import flow_tables
+
         for variant, params in self.points():
             pairs = [*variant.overrides, *params.items()]
             scenario = _validate_point(self, variant, pairs)
             normalized = normalize(scenario)
             digest = scenario_hash(normalized)
+            tables = flow_tables(scenario)
             for rep in range(self.repetitions):
                 seed = self.base_seed + rep
                 run = dict(normalized)
                 run["seed"] = seed
                 yield RunSpec(
-                    self.name, variant.name, params, seed, digest, run, self.text, model_version
+                    self.name,
+                    variant.name,
+                    params,
+                    seed,
+                    digest,
+                    run,
+                    self.text,
+                    model_version,
+                    tables,
                 )
 
     def definition(self) -> dict[str, Any]:
@@ -286,6 +297,20 @@ def _axis_values(path: str, spec: Any) -> tuple[Any, ...]:
     return tuple(float(f"{lo + step * i:.12g}") for i in range(points))
 
 
+def _no_swept_seed(axes: Sequence[Axis], variants: Sequence[Variant]) -> None:
+    """Each run's seed is the study's (base_seed + repetition): a seed set by the grid would be
+    replaced, so it is refused rather than ignored."""
+    allowed = "[study] base_seed = N and [sweep] repetitions = M (seeds N, N+1, ...)"
+    problem = "a study's runs take their seeds from base_seed and repetitions"
+    for axis in axes:
+        if re.sub(r"\s", "", axis.path) == "seed":
+            raise field_error(f"sweep.{axis.path}", list(axis.values), problem, allowed)
+    for index, variant in enumerate(variants):
+        for key, value in variant.overrides:
+            if str(key).strip() == "seed":
+                raise field_error(f"sweep.variants[{index}].set.seed", value, problem, allowed)
+
+
 def _variants(raw: Any) -> tuple[Variant, ...]:
     if raw is None:
         return (Variant(""),)
@@ -344,10 +369,11 @@ def study_from_dict(
     if isinstance(base_seed, bool) or not isinstance(base_seed, int) or base_seed < 0:
         raise field_error("study.base_seed", base_seed, "must be a non-negative integer")
     reps = sweep.pop("repetitions", 1)
-    if isinstance(reps, bool) or not isinstance(reps, int) or not 1 <= reps <= 100_000:
-        raise field_error("sweep.repetitions", reps, "out of range", "1 ..= 100000")
+    if isinstance(reps, bool) or not isinstance(reps, int) or not 1 <= reps <= MAX_REPETITIONS:
+        raise field_error("sweep.repetitions", reps, "out of range", f"1 ..= {MAX_REPETITIONS}")
     variants = _variants(sweep.pop("variants", None))
     axes = tuple(Axis(str(path), _axis_values(str(path), spec)) for path, spec in sweep.items())
+    _no_swept_seed(axes, variants)
     data.setdefault("name", name)
     study = Study(
         name,

@@ -46,6 +46,7 @@ from ..errors import ScenarioError
 from ..processes import alive
 from ..results.parse import RunResult
 from ..results.provenance import Build, RunProvenance, utc_now
+from ..runner import core_error
 from .grid import RunSpec, Study, members
 from .store import RunRecord, Store, StoreBusy
 
@@ -130,7 +131,10 @@ def run_local(spec: RunSpec, store: Store, build: Build) -> _Finished:
     started = utc_now()
     t0, c0 = time.perf_counter(), time.thread_time()
     try:
-        out = _core.run_json_series(text, str(binary))
+        try:
+            out = _core.run_json_series(text, str(binary))
+        except ValueError as exc:
+            raise core_error(exc, spec.flow_tables) from None
         core_cpu_s, wall_s = time.thread_time() - c0, time.perf_counter() - t0
         host = socket.gethostname()
         result = RunResult.from_json(
@@ -322,6 +326,11 @@ def _dask_client(scheduler: str) -> Any:
         return Client(scheduler, timeout=10)  # type: ignore[no-untyped-call]
     except (OSError, TimeoutError) as exc:
         raise ScenarioError(f"--scheduler = {scheduler!r}: cannot connect ({exc})") from None
+    except ValueError as exc:  # distributed's own check of the address
+        raise ScenarioError(
+            f"--scheduler = {scheduler!r}: not a scheduler address ({exc}); "
+            "allowed: tcp://HOST:PORT, tls://HOST:PORT"
+        ) from None
 
 
 @dataclass
@@ -392,7 +401,11 @@ class _Drive:
                         self.core_cpu_s += finished.core_cpu_s or 0.0
                         self.committer.add(finished.record)
                     else:
-                        self.committer.add(self._record(spec, fut.result()))
+                        try:
+                            outcome = fut.result()
+                        except ValueError as exc:  # the core refused the run on the worker
+                            raise core_error(exc, spec.flow_tables) from None
+                        self.committer.add(self._record(spec, outcome))
                     ran += 1
                     if prog is not None and task is not None:
                         rate = ran / max(time.perf_counter() - t0, 1e-9)
