@@ -145,6 +145,9 @@ def _print_summary(console: Console, study: Study, store: Store, summary: SweepS
         f"({summary.linked} shared with other studies or revisions); "
         f"{summary.wall_s:.1f} s wall, {summary.runs_per_s:.1f} runs/s — {status}"
     )
+    if summary.interrupted:
+        # the table is what the sweep would show at its end; Ctrl-C means "stop now"
+        return
     runs = store.runs(study.name, summary.revision)
     if runs.empty:
         return
