@@ -171,3 +171,17 @@ def test_ctrl_c_on_a_sweep_stops_it_keeping_the_committed_runs(tmp_path: Path) -
     for name in runs["series_file"]:
         assert (series / name).is_file()
     assert not list(series.glob(".*.series")), "partial series files were removed"
+
+
+def test_a_sweep_point_beyond_the_budget_is_refused_before_the_database_is_made(
+    tmp_path: Path,
+) -> None:
+    study = tmp_path / "study.toml"
+    study.write_text(
+        TERA_TOML.replace('"10Tbps"', '"10Mbps"')
+        + '[sweep]\n"bottleneck.rate" = ["10Mbps", "10Tbps"]\n'
+    )
+    db = tmp_path / "r.duckdb"
+    line = assert_user_error(run_cli("sweep", str(study), "--db", str(db)), "--force")
+    assert line.startswith("error: sweep point bottleneck.rate = '10Tbps': resource budget"), line
+    assert not db.exists()

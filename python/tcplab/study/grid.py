@@ -50,7 +50,6 @@ from .paper import Paper
 if TYPE_CHECKING:
     from .store import Member, RevisionPlan, RunKey
 
-MAX_RUNS = 10_000_000
 MAX_POINTS = 100_000
 
 
@@ -361,8 +360,10 @@ def study_from_dict(
         base_dir,
         paper,
     )
-    if study.n_runs > MAX_RUNS:
-        raise field_error("sweep", study.n_runs, "too many runs", f"at most {MAX_RUNS}")
+    from ..limits import LIMITS
+
+    if study.n_runs > LIMITS.max_runs:
+        raise field_error("sweep", study.n_runs, "too many runs", f"at most {LIMITS.max_runs}")
     load_scenario(data, base_dir=base_dir)  # the base must be valid on its own
     return study
 

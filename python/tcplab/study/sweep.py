@@ -209,12 +209,23 @@ def _progress(console: Console) -> Progress:
     )
 
 
-def plan(study: Study, model_version: int) -> list[RunSpec]:
+def plan(study: Study, model_version: int, *, force: bool = False) -> list[RunSpec]:
     """Every distinct run of the grid, validated (a run reached twice, e.g. through a
-    `"=key"` reference, is listed once)."""
+    `"=key"` reference, is listed once), each grid point within the resource budget (its
+    series go to a file) unless `force`."""
+    from ..runner import check_budget
+
     seen: set[str] = set()
+    points: set[str] = set()
     out: list[RunSpec] = []
     for spec in study.runs(model_version):
+        if spec.scenario_hash not in points and not force:
+            points.add(spec.scenario_hash)
+            try:
+                check_budget(json.dumps(spec.normalized), "file")
+            except ScenarioError as exc:
+                where = ", ".join(f"{k} = {v!r}" for k, v in spec.params.items())
+                raise ScenarioError(f"sweep point {where or 'base'}: {exc}") from None
         if spec.run_id not in seen:
             seen.add(spec.run_id)
             out.append(spec)
