@@ -93,7 +93,10 @@ def overridden_key(message: str) -> tuple[str, int] | None:
 
 def cli_names(message: str) -> str:
     """A library message as the command line says it: its overrides came from `--set`
-    (`overrides["k"] = 1: ...` → `--set k = 1: ...`, `overrides = ...` → `--set = ...`)."""
+    (`overrides["k"] = 1: ...` → `--set k = 1: ...`, `overrides = ...` → `--set = ...`), and
+    `force=True` is `--force`."""
+    # the library's way to run past the resource budget is the command line's `--force`
+    message = message.replace("force=True", "--force")
     found = overridden_key(message)
     if found is not None:
         return f"--set {found[0]}{message[found[1] :]}"

@@ -37,9 +37,9 @@ MAX_EXPONENT: Final = 30
 #: Lines of a rate or delivery trace file, and entries of any list the core takes (the core's).
 MAX_TRACE_LINES: Final = LIMITS.max_trace_len
 #: Distinct values of one swept range (`{log = [a, b], points = n}`) and runs of one study
-#: (grid points x repetitions).
+#: (grid points x repetitions; the core's limit, which also budgets a sweep).
 MAX_POINTS: Final = 100_000
-MAX_RUNS: Final = 10_000_000
+MAX_RUNS: Final = LIMITS.max_runs
 #: Repetitions of each grid point (`[sweep] repetitions`).
 MAX_REPETITIONS: Final = 100_000
 

@@ -30,6 +30,9 @@ class Limits:
     mtu_bytes: int
     max_segments: int
     max_flows: int
+    max_runs: int
+    max_events: int
+    max_memory_bytes: int
     max_seed: int
     mss_bytes: tuple[int, int]
     initial_window_pkts: tuple[int, int]

@@ -11,6 +11,13 @@ are converted a chunk at a time — so the memory a run takes does not depend on
 
 A run asked to record packet captures or its event log (`trace.Trace`) goes through
 `_core.run_traced_json` instead, with the same result.
+
+Before a run starts, the core estimates what it will cost (`_core.budget_json`: events, and
+memory including the series when they stay in memory) and a run beyond its limits is refused
+in one line unless `force=True`. A run can be stopped: Ctrl-C on the main thread raises
+`KeyboardInterrupt` out of the core within milliseconds, a set `cancel` flag raises
+`_core.Cancelled`; `progress(now_ns, end_ns, events)` is called every few seconds of wall
+time when given.
 """
 
 from __future__ import annotations
@@ -35,11 +42,14 @@ from .scenario.model import Scenario
 from .scenario.normalize import normalize
 
 if TYPE_CHECKING:
+    from ._core import Cancel
     from .trace.request import Prepared, Trace
 
 #: `series` value: the samples stay in the result (`RunResult.series_frame()`).
 MEMORY: Final = "memory"
 SeriesTarget = str | os.PathLike[str] | None
+#: `progress(now_ns, end_ns, events)`, called every 2 s of a run's wall time
+Progress = Callable[[int, int, int], object]
 
 
 def run(
@@ -49,6 +59,10 @@ def run(
     overrides: Overrides = (),
     series: SeriesTarget = MEMORY,
     trace: Trace | None = None,
+    *,
+    force: bool = False,
+    cancel: Cancel | None = None,
+    progress: Progress | None = None,
 ) -> RunResult:
     """Run one scenario: a TOML file path, a `Scenario`, or a TOML-shaped dict.
 
@@ -60,7 +74,10 @@ def run(
     `trace` records pcapng captures and/or the event log (`tcplab.Trace`; the result is the
     same as without it, with `result.trace` saying what was written).
     Raises `ScenarioError` (one-line message) for invalid input, including input the core
-    rejects; a bad override is named `overrides["KEY"]`.
+    rejects, and for a run beyond the resource budget (`force=True` runs it anyway); a bad
+    override is named `overrides["KEY"]`. `cancel` (`tcplab._core.Cancel`) stops the run
+    with `_core.Cancelled` when set from another thread; `progress(now_ns, end_ns, events)`
+    is called every 2 s of wall time.
 
     The result's fields name their units (`goodput_bps`, `rtt.mean_ns`, `final_cwnd_bytes`);
     `RunResult.to_json_dict()` is what `tcplab run --json` prints (ms and s for people).
@@ -70,15 +87,30 @@ def run(
         pairs.append(("seed", seed))
     if duration is not None:
         pairs.append(("duration", duration))
-    return run_scenario(load_scenario(scenario, pairs), series=series, trace=trace)
+    loaded = load_scenario(scenario, pairs)
+    return run_scenario(
+        loaded, series=series, trace=trace, force=force, cancel=cancel, progress=progress
+    )
 
 
 def run_scenario(
-    scenario: Scenario, series: SeriesTarget = MEMORY, trace: Trace | None = None
+    scenario: Scenario,
+    series: SeriesTarget = MEMORY,
+    trace: Trace | None = None,
+    *,
+    force: bool = False,
+    cancel: Cancel | None = None,
+    progress: Progress | None = None,
 ) -> RunResult:
     """Run an already validated scenario; wall time is measured around the core call only."""
     return run_normalized(
-        normalize(scenario), series=series, trace=trace, flow_tables=flow_tables(scenario)
+        normalize(scenario),
+        series=series,
+        trace=trace,
+        force=force,
+        cancel=cancel,
+        progress=progress,
+        flow_tables=flow_tables(scenario),
     )
 
 
@@ -108,15 +140,42 @@ def core_error(exc: Exception, tables: Sequence[int] = ()) -> ScenarioError:
     return ScenarioError(f"simulation core: {message}")
 
 
+def series_cost(series: SeriesTarget) -> str:
+    """Where series go, as the resource budget counts them: "memory", "none" or "file"."""
+    if series is None:
+        return "none"
+    return "memory" if series == MEMORY else "file"
+
+
+def check_budget(text: str, series: str, force: bool = False) -> None:
+    """Refuse a run (normalized scenario JSON `text`) whose estimated cost exceeds the core's
+    limits, in one line naming the estimate and the limit; nothing when `force`."""
+    if force:
+        return
+    refusal = json.loads(_core.budget_json(text, series))["refusal"]
+    if refusal is not None:
+        hint = "; series=None or a file keeps them out of memory" if series == "memory" else ""
+        raise ScenarioError(f"{refusal}; allowed: a smaller scenario, or force=True{hint}")
+
+
 def run_normalized(
     normalized: Mapping[str, Any],
     series: SeriesTarget = MEMORY,
     trace: Trace | None = None,
+    *,
+    force: bool = False,
+    cancel: Cancel | None = None,
+    progress: Progress | None = None,
     flow_tables: Sequence[int] = (),
 ) -> RunResult:
     """Run a normalized scenario (docs/interface.md), e.g. the effective scenario an
     emulation ran, so both sides see exactly the same input. `flow_tables` (`flow_tables`)
     numbers flows in the core's errors as the scenario file does."""
+    text = json.dumps(normalized)
+    try:
+        check_budget(text, series_cost(series), force)
+    except ValueError as exc:  # the core refused the scenario itself
+        raise core_error(exc, flow_tables) from None
     target = None
     if series is not None and series != MEMORY:
         from .results.series import check_series_path
@@ -125,7 +184,7 @@ def run_normalized(
     prepared = None
     if trace is not None and not trace.empty:
         prepared = _prepare_trace(normalized, trace)
-    text = json.dumps(normalized)
+    watch: dict[str, Any] = {"cancel": cancel, "progress": progress}
     started_utc = utc_now()
     started = time.perf_counter()
     report_text = None
@@ -133,19 +192,19 @@ def run_normalized(
         if prepared is not None:
             spec = json.dumps(prepared.spec)
             if series == MEMORY:
-                result_text, report_text = _core.run_traced_json(text, spec)
+                result_text, report_text = _core.run_traced_json(text, spec, **watch)
             elif target is None:
-                result_text, report_text = _core.run_traced_json(text, spec, False)
+                result_text, report_text = _core.run_traced_json(text, spec, False, **watch)
             else:
                 result_text, report_text = _stream(
-                    target, lambda path: _core.run_traced_json(text, spec, False, path)
+                    target, lambda path: _core.run_traced_json(text, spec, False, path, **watch)
                 )
         elif series == MEMORY:
-            result_text = _core.run_json(text)
+            result_text = _core.run_json(text, **watch)
         elif target is None:
-            result_text = _core.run_json_series(text, None)
+            result_text = _core.run_json_series(text, None, **watch)
         else:
-            result_text = _stream(target, lambda path: _core.run_json_series(text, path))
+            result_text = _stream(target, lambda path: _core.run_json_series(text, path, **watch))
     except ScenarioError:
         raise  # already the user's error (an unwritable --series file)
     except ValueError as exc:
@@ -153,6 +212,11 @@ def run_normalized(
             prepared.events_raw.unlink(missing_ok=True)
         # The core re-validates its input; its message already names the field.
         raise core_error(exc, flow_tables) from None
+    except BaseException:
+        # stopped (Ctrl-C, `cancel`): the event log was not finished
+        if prepared is not None and prepared.events_raw is not None:
+            prepared.events_raw.unlink(missing_ok=True)
+        raise
     wall_s = time.perf_counter() - started
     result = RunResult.from_json(
         result_text,

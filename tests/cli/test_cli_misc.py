@@ -14,11 +14,11 @@ from tcplab import ScenarioError, _core, cli, runner
 from tcplab.scenario.load import load_scenario
 
 
-def _boom(_text: str, _series: str | None = None) -> str:
+def _boom(_text: str, _series: str | None = None, **_watch: object) -> str:
     raise RuntimeError("boom\nsecond line")
 
 
-def _core_rejects(_text: str, _series: str | None = None) -> str:
+def _core_rejects(_text: str, _series: str | None = None, **_watch: object) -> str:
     raise ValueError("flows[0].cca_params.beta: 5000 is invalid for cubic; allowed: 0 ..= 1024")
 
 

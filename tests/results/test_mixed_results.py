@@ -354,9 +354,9 @@ def test_to_json_dict() -> None:
 
 @pytest.fixture
 def fake_core(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    monkeypatch.setattr(_core, "run_json", lambda _text: json.dumps(RESULT))
+    monkeypatch.setattr(_core, "run_json", lambda _text, **_watch: json.dumps(RESULT))
     # `tcplab run` keeps no series: it asks the core for a run without them
-    monkeypatch.setattr(_core, "run_json_series", lambda _text, _path: json.dumps(RESULT))
+    monkeypatch.setattr(_core, "run_json_series", lambda _text, _path, **_watch: json.dumps(RESULT))
     path = tmp_path / "pep-cbr.toml"
     path.write_text(SCENARIO_TOML)
     return path

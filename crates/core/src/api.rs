@@ -5,6 +5,7 @@
 use crate::cc;
 use crate::scenario::{ConfigError, ScenarioConfig};
 use crate::series_file::SeriesFile;
+use crate::sim::control::Progress;
 use crate::sim::series::SeriesOut;
 use crate::sim::trace::{TraceReport, TraceSpec, Tracer};
 use crate::sim::Simulation;
@@ -53,6 +54,18 @@ fn run_with(
     series: SeriesRequest<'_>,
     trace: Option<&TraceSpec>,
 ) -> Result<(RunResult, Option<TraceReport>), String> {
+    run_watched(cfg, series, trace, &mut |_| true)
+}
+
+/// `run_with`, asking `go_on` along the way whether to continue (`Simulation::run_controlled`).
+/// A run it stops ends in the error `cancelled at <t> s of <end> s`; what it had written
+/// (series file, captures) is incomplete and the caller's to remove.
+fn run_watched(
+    cfg: ScenarioConfig,
+    series: SeriesRequest<'_>,
+    trace: Option<&TraceSpec>,
+    go_on: &mut dyn FnMut(&Progress) -> bool,
+) -> Result<(RunResult, Option<TraceReport>), String> {
     let mut sim = Simulation::with_series(cfg, SeriesOut::Discard).map_err(|e| e.0)?;
     let file = match series {
         SeriesRequest::Memory => {
@@ -70,7 +83,13 @@ fn run_with(
         let tracer = Tracer::new(spec, &sim)?;
         sim.set_tracer(tracer);
     }
-    sim.run();
+    if !sim.run_controlled(go_on) {
+        return Err(format!(
+            "cancelled at {:.3} s of {:.3} s",
+            sim.queue.now().ns() as f64 * 1e-9,
+            sim.end.ns() as f64 * 1e-9
+        ));
+    }
     sim.series.finish()?;
     let report = sim.take_tracer().map(Tracer::finish).transpose()?;
     let mut r = summarize(&sim);
@@ -127,6 +146,49 @@ pub fn run_traced_json(
         let report = report.expect("the tracer was set before the run");
         Ok((to_json(&result)?, to_json(&report)?))
     })
+}
+
+/// Run a normalized scenario (JSON text), its series where `series` says, with packet
+/// captures and an event log when `trace` (a `TraceSpec` as JSON text) is given, asking
+/// `go_on` every `sim::control::CHECK_EVERY_EVENTS` events whether to continue. Returns the
+/// result JSON and, when traced, the JSON report of what was written. A run `go_on`
+/// stopped is the error `cancelled at ...`; internal panics are caught and reported.
+pub fn run_json_watched(
+    text: &str,
+    series: SeriesRequest<'_>,
+    trace: Option<&str>,
+    go_on: &mut dyn FnMut(&Progress) -> bool,
+) -> Result<(String, Option<String>), String> {
+    let cfg = ScenarioConfig::from_json(text).map_err(|e| e.0)?;
+    let spec: Option<TraceSpec> = trace
+        .map(serde_json::from_str)
+        .transpose()
+        .map_err(|e| format!("trace: {e}"))?;
+    let go_on = std::panic::AssertUnwindSafe(go_on);
+    catching(move || {
+        let go_on = go_on;
+        let (result, report) = run_watched(cfg, series, spec.as_ref(), go_on.0)?;
+        let report = report.as_ref().map(to_json).transpose()?;
+        Ok((to_json(&result)?, report))
+    })
+}
+
+/// The resource budget of a normalized scenario (JSON text) whose series go where `series`
+/// says (`"none"`, `"file"` or `"memory"`): the estimated events and memory, the limits,
+/// and the one-line refusal when an estimate exceeds its limit (`null` otherwise), as JSON.
+pub fn budget_json(text: &str, series: &str) -> Result<String, String> {
+    use crate::budget::{estimate, SeriesCost};
+    let cfg = ScenarioConfig::from_json(text).map_err(|e| e.0)?;
+    let cost = match series {
+        "none" => SeriesCost::None,
+        "file" => SeriesCost::Streamed,
+        "memory" => SeriesCost::Memory,
+        other => return Err(format!("series = {other:?}: allowed: none, file, memory")),
+    };
+    let budget = estimate(&cfg, cost);
+    let mut v = serde_json::to_value(budget).map_err(|e| format!("internal error: {e}"))?;
+    v["refusal"] = serde_json::to_value(budget.refusal()).expect("a string serializes");
+    Ok(v.to_string())
 }
 
 /// Rewrite a real-stack capture (classic pcap, as `tcpdump -w` writes it) as pcapng named
@@ -210,6 +272,9 @@ pub fn limits_json() -> String {
         "mtu_bytes": MTU_BYTES,
         "max_segments": MAX_SEGMENTS,
         "max_flows": MAX_FLOWS,
+        "max_runs": MAX_RUNS,
+        "max_events": MAX_EVENTS,
+        "max_memory_bytes": MAX_MEMORY_BYTES,
         "max_seed": u64::MAX,
         "mss_bytes": [MSS_BYTES.start(), MSS_BYTES.end()],
         "initial_window_pkts": [INITIAL_WINDOW_PKTS.start(), INITIAL_WINDOW_PKTS.end()],

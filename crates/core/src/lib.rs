@@ -41,6 +41,7 @@
 //! bytes to the next connection of the flow.
 pub mod api;
 pub mod app;
+pub mod budget;
 pub mod cc;
 pub mod engine;
 pub mod limits;

@@ -35,8 +35,19 @@ def cmd_run(args: argparse.Namespace) -> int:
         check_series_path(args.series)
     trace = trace_of(args)
     scenario = load_scenario(args.scenario, overrides(args))
+    progress = None
+    if args.progress or sys.stderr.isatty():
+        from ..present.progress import RunProgress
+
+        progress = RunProgress(sys.stderr)
     # the series go to the file as the run goes, or nowhere: never held whole in memory
-    result = run_scenario(scenario, series=args.series, trace=trace)
+    try:
+        result = run_scenario(
+            scenario, series=args.series, trace=trace, force=args.force, progress=progress
+        )
+    finally:
+        if progress is not None:
+            progress.close()
     if args.json:
         print(json.dumps(result.to_json_dict()))
     else:
@@ -107,6 +118,14 @@ def add_commands(sub: Any) -> None:
     add_scenario_options(run)
     run.add_argument("--json", action="store_true", help="print one JSON object")
     run.add_argument("--series", metavar="OUT", help="write the series to OUT.parquet/.csv")
+    run.add_argument(
+        "--force", action="store_true", help="run even beyond the resource budget (events, memory)"
+    )
+    run.add_argument(
+        "--progress",
+        action="store_true",
+        help="report progress on stderr every 2 s (the default when stderr is a terminal)",
+    )
     add_trace_options(run)
     run.set_defaults(handler=cmd_run)
 

@@ -145,6 +145,9 @@ def _print_summary(console: Console, study: Study, store: Store, summary: SweepS
         f"({summary.linked} shared with other studies or revisions); "
         f"{summary.wall_s:.1f} s wall, {summary.runs_per_s:.1f} runs/s — {status}"
     )
+    if summary.interrupted:
+        # the table is what the sweep would show at its end; Ctrl-C means "stop now"
+        return
     runs = store.runs(study.name, summary.revision)
     if runs.empty:
         return
@@ -250,7 +253,7 @@ def _sweep(study: Study, args: argparse.Namespace) -> int:
     if getattr(args, "report", None):
         _check_report_path(args.report)
     # the whole grid is validated before the database is created or touched
-    specs = plan(study, _core.model_version())
+    specs = plan(study, _core.model_version(), force=getattr(args, "force", False))
     console = Console(stderr=True)
     store = Store(args.db, wait_s=args.db_wait)
     summary = run_study(
@@ -587,6 +590,9 @@ def add_commands(sub: Any) -> None:
     """Register the study commands on the main parser's subparsers."""
     sw = sub.add_parser("sweep", help="run a study (a scenario with a [sweep] table)")
     sw.add_argument("study", metavar="STUDY.toml")
+    sw.add_argument(
+        "--force", action="store_true", help="run points beyond the resource budget too"
+    )
     sw.add_argument(
         "--db", default="results.duckdb", help="results database (default results.duckdb)"
     )

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ScenarioError, field_error, overridden_key
-from ..input_limits import MAX_POINTS, MAX_REPETITIONS, MAX_RUNS
+from ..input_limits import MAX_POINTS, MAX_REPETITIONS
 from ..scenario.load import load_scenario, read_toml
 from ..scenario.model import Scenario
 from ..scenario.normalize import normalize
@@ -387,8 +387,10 @@ def study_from_dict(
         base_dir,
         paper,
     )
-    if study.n_runs > MAX_RUNS:
-        raise field_error("sweep", study.n_runs, "too many runs", f"at most {MAX_RUNS}")
+    from ..limits import LIMITS
+
+    if study.n_runs > LIMITS.max_runs:
+        raise field_error("sweep", study.n_runs, "too many runs", f"at most {LIMITS.max_runs}")
     load_scenario(data, base_dir=base_dir)  # the base must be valid on its own
     return study
 

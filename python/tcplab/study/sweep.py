@@ -22,11 +22,13 @@ from __future__ import annotations
 import io
 import json
 import os
+import signal
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -121,7 +123,26 @@ def remove_stale_series(store: Store) -> None:
             path.unlink(missing_ok=True)
 
 
-def run_local(spec: RunSpec, store: Store, build: Build) -> _Finished:
+@contextmanager
+def sigint_deferred() -> Iterator[None]:
+    """Hold Ctrl-C back while a transaction commits (on the main thread): DuckDB would stop
+    its query half way ("Query interrupted"). The interruption is raised once it is done."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
+
+
+def run_local(
+    spec: RunSpec, store: Store, build: Build, cancel: _core.Cancel | None = None
+) -> _Finished:
     """Run one grid point in this process (a worker thread): the core streams the series to
     the store's series folder, this thread writes them as the run's Parquet file, and what
     goes back to the sweep is the compact result (no series) ready for its batch."""
@@ -132,7 +153,7 @@ def run_local(spec: RunSpec, store: Store, build: Build) -> _Finished:
     t0, c0 = time.perf_counter(), time.thread_time()
     try:
         try:
-            out = _core.run_json_series(text, str(binary))
+            out = _core.run_json_series(text, str(binary), cancel)
         except ValueError as exc:
             raise core_error(exc, spec.flow_tables) from None
         core_cpu_s, wall_s = time.thread_time() - c0, time.perf_counter() - t0
@@ -192,12 +213,23 @@ def _progress(console: Console) -> Progress:
     )
 
 
-def plan(study: Study, model_version: int) -> list[RunSpec]:
+def plan(study: Study, model_version: int, *, force: bool = False) -> list[RunSpec]:
     """Every distinct run of the grid, validated (a run reached twice, e.g. through a
-    `"=key"` reference, is listed once)."""
+    `"=key"` reference, is listed once), each grid point within the resource budget (its
+    series go to a file) unless `force`."""
+    from ..runner import check_budget
+
     seen: set[str] = set()
+    points: set[str] = set()
     out: list[RunSpec] = []
     for spec in study.runs(model_version):
+        if spec.scenario_hash not in points and not force:
+            points.add(spec.scenario_hash)
+            try:
+                check_budget(json.dumps(spec.normalized), "file")
+            except ScenarioError as exc:
+                where = ", ".join(f"{k} = {v!r}" for k, v in spec.params.items())
+                raise ScenarioError(f"sweep point {where or 'base'}: {exc}") from None
         if spec.run_id not in seen:
             seen.add(spec.run_id)
             out.append(spec)
@@ -233,7 +265,8 @@ class _Committer:
             # not blocking: a short try, so the simulation goes on while a reader holds it
             wait_s = self.wait_s if block else min(0.2, self.wait_s)
             started = time.monotonic()
-            self.store.add_runs(self.study, self.revision, self.pending, wait_s=wait_s)
+            with sigint_deferred():
+                self.store.add_runs(self.study, self.revision, self.pending, wait_s=wait_s)
             self.cost_s = time.monotonic() - started
         except StoreBusy as exc:
             if block:
@@ -366,6 +399,8 @@ class _Drive:
         """Run the grid on `pool`: in this process when `local` is the store (the workers
         write the series there), else on Dask workers."""
         window = 4 * workers
+        # Ctrl-C stops the runs in flight within milliseconds (their partial work is dropped)
+        cancel = _core.Cancel()
         queue: Iterator[RunSpec] = iter(self.todo)
         in_flight: dict[Any, RunSpec] = {}
         ran = 0
@@ -383,7 +418,7 @@ class _Drive:
                 if spec is None:
                     return
                 if local is not None:
-                    fut = pool.submit(run_local, spec, local, self.build)
+                    fut = pool.submit(run_local, spec, local, self.build, cancel)
                 else:
                     fut = pool.submit(run_normalized, json.dumps(spec.normalized))
                 in_flight[fut] = spec
@@ -415,10 +450,17 @@ class _Drive:
                 refill()
         except KeyboardInterrupt:
             interrupted = True
+            cancel.set()
             for fut in in_flight:
-                cancel = getattr(fut, "cancel", None)
-                if cancel:
-                    cancel()
+                cancel_future = getattr(fut, "cancel", None)
+                if cancel_future:
+                    cancel_future()
+            # runs that finished meanwhile are kept; the others stopped (`Cancelled`)
+            for fut in list(in_flight):
+                if local is not None and fut.done() and not fut.cancelled():
+                    if fut.exception() is None:
+                        self.committer.add(fut.result().record)
+                        ran += 1
         except BaseException:
             # a failed run ends the sweep; the runs that finished before it are kept
             try:

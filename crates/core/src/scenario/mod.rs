@@ -556,11 +556,11 @@ impl ScenarioConfig {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    /// A minimal valid scenario (the validation tests' too).
-    pub(super) fn base() -> String {
+    /// A minimal valid scenario (the validation tests' and the run control's too).
+    pub(crate) fn base() -> String {
         r#"{"duration_ns": 1000000000,
             "bottleneck": {
               "forward": {"rate_bps": 4000000, "delay_ns": 1000, "queue": {"limit_pkts": 10}},

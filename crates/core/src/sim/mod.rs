@@ -5,7 +5,9 @@
 //! The event loop here moves packets between links and endpoints and keeps the endpoints'
 //! timers in the event queue; `flow` plans the user flows and their connections, `relay`
 //! joins the connections of a flow split by PEPs, `series` samples per-interval counters,
-//! `trace` writes packet captures and event logs when a run asks for them.
+//! `trace` writes packet captures and event logs when a run asks for them; `control` is how
+//! a caller watches a run and stops it early.
+pub mod control;
 pub mod flow;
 pub mod relay;
 pub mod series;
@@ -20,6 +22,7 @@ use crate::net::topology::{Dest, Topology};
 use crate::scenario::{ConfigError, ScenarioConfig};
 use crate::tcp::connection::{Connection, Side, TimerSlot};
 use crate::tcp::ns2;
+use control::{Progress, CHECK_EVERY_EVENTS};
 use flow::{Flow, FlowKind};
 use relay::RelayIndex;
 use series::{SeriesOut, SeriesRecorder};
@@ -188,16 +191,50 @@ impl Simulation {
         self.finish();
     }
 
+    /// Run to the end of the scenario, asking `go_on` after every `CHECK_EVERY_EVENTS`
+    /// events whether to continue. Returns false when `go_on` stopped the run: it is then
+    /// left unfinished (its statistics are not closed). Asking only reads the clock and the
+    /// event count, so a run that is not stopped is bit-identical to `run`'s.
+    pub fn run_controlled(&mut self, go_on: &mut dyn FnMut(&Progress) -> bool) -> bool {
+        loop {
+            let limit = self.events().saturating_add(CHECK_EVERY_EVENTS);
+            if self.run_until_events(self.end, limit) {
+                break;
+            }
+            let progress = Progress {
+                now_ns: self.queue.now().ns(),
+                end_ns: self.end.ns(),
+                events: self.events(),
+            };
+            if !go_on(&progress) {
+                return false;
+            }
+        }
+        self.finish();
+        true
+    }
+
     /// Process every event strictly before `t` (never beyond the end).
     pub fn run_until(&mut self, t: SimTime) {
+        self.run_until_events(t, u64::MAX);
+    }
+
+    /// Process every event strictly before `t` (never beyond the end), stopping early once
+    /// `max_events` events have been processed in all. True when `t` was reached (or the
+    /// run halted), false when the event count stopped it.
+    fn run_until_events(&mut self, t: SimTime, max_events: u64) -> bool {
         let t = t.min(self.end);
         while let Some(next) = self.queue.peek_time() {
             if next >= t || self.halted {
-                break;
+                return true;
+            }
+            if self.queue.events_processed() >= max_events {
+                return false;
             }
             let (now, ev) = self.queue.pop().expect("peeked");
             self.dispatch(now, ev);
         }
+        true
     }
 
     fn dispatch(&mut self, now: SimTime, ev: Event) {
