@@ -2,7 +2,8 @@
 | study (`study.py`), emulate | validate (`realstack.py`), compare (`compare.py`), examples
 (`examples.py`).
 
-User mistakes print one line `error: ...` on stderr and exit with status 2; anything else that
+User mistakes, and files that cannot be read or written (damaged, missing, a full disk), print
+one line `error: ...` on stderr and exit with status 2; anything else that
 goes wrong prints `internal error: ...` and exits with 1 (set TCPLAB_TRACEBACK=1 to see the
 traceback). Tables go to stdout through rich; `--json` prints exactly one JSON document.
 
@@ -81,5 +82,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if os.environ.get("TCPLAB_TRACEBACK"):
             raise
+        from ..files import os_error
+
+        # a file the user named that cannot be written (a full disk, a folder gone meanwhile)
+        error = os_error(exc) if isinstance(exc, OSError) else None
+        if error is not None:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
         print(" ".join(f"internal error: {type(exc).__name__}: {exc}".split()), file=sys.stderr)
         return 1

@@ -43,6 +43,7 @@ from rich.progress import (
 
 from .. import _core
 from ..errors import ScenarioError
+from ..files import disk_full, is_disk_full
 from ..processes import alive
 from ..results.parse import RunResult
 from ..results.provenance import Build, RunProvenance, utc_now
@@ -130,7 +131,12 @@ def run_local(spec: RunSpec, store: Store, build: Build) -> _Finished:
     started = utc_now()
     t0, c0 = time.perf_counter(), time.thread_time()
     try:
-        out = _core.run_json_series(text, str(binary))
+        try:
+            out = _core.run_json_series(text, str(binary))
+        except ValueError as exc:
+            if is_disk_full(exc):
+                raise disk_full(store.series_dir) from None
+            raise
         core_cpu_s, wall_s = time.thread_time() - c0, time.perf_counter() - t0
         host = socket.gethostname()
         result = RunResult.from_json(
