@@ -31,7 +31,6 @@ SAFE_CONFIG: Final[dict[str, Any]] = {
 
 #: What DuckDB says of a file that is not (or no longer) a sound database.
 _DAMAGE: Final = (
-    "not a valid DuckDB database",
     "Corrupt database file",
     "Could not read enough bytes",
     "checksum",
@@ -67,6 +66,8 @@ def file_error(path: str | os.PathLike[str], exc: BaseException) -> str | None:
         return f"{path}: on a read-only file system ({first_line(exc)})"
     if "Permission denied" in text:
         return f"{path}: permission denied ({first_line(exc)})"
+    if "not a valid DuckDB database" in text:
+        return f"{path}: not a tcplab results database ({first_line(exc)})"
     if isinstance(exc, duckdb.IOException | duckdb.SerializationException | duckdb.FatalException):
         return f"{path}: damaged or unreadable database file ({first_line(exc)})"
     if isinstance(exc, duckdb.InternalException) or any(mark in text for mark in _DAMAGE):
