@@ -64,11 +64,11 @@ def files(tmp_path: Path) -> Path:
         ),
         (
             ["run", "geo.toml", "--events", "nope/e.parquet"],
-            "--events = 'nope/e.parquet': the folder 'nope' does not exist",
+            '--events = "nope/e.parquet": directory does not exist',
         ),
         (
-            ["run", "geo.toml", "--pcap", "geo.toml"],
-            "--pcap = 'geo.toml': is not a directory; allowed: a directory",
+            ["run", "geo.toml", "--pcap", "geo.toml/x"],
+            '--pcap = "geo.toml/x": cannot create the directory',
         ),
         (
             ["sweep", "study.toml", "--report", "nope/r.html"],

@@ -189,12 +189,6 @@ def trace_of(args: argparse.Namespace) -> Any:
         return None
     if args.pcap_link and pcap is None:
         raise field_error("--pcap-link", args.pcap_link, "chooses capture points", "with --pcap")
-    from ..files import check_output_dir, check_output_file
-
-    if pcap is not None:
-        check_output_dir("--pcap", pcap)
-    if events is not None:
-        check_output_file("--events", events)
     start, end = parse_window(args.trace_window) if args.trace_window else (None, None)
     return Trace(
         pcap=pcap,
