@@ -121,7 +121,7 @@ def check_output_dir(option: str, path: str | os.PathLike[str]) -> Path:
     shown = f"{option} = {str(path)!r}"
     if target.exists():
         if not target.is_dir():
-            raise ScenarioError(f"{shown}: is not a directory; allowed: a directory")
+            raise ScenarioError(f"{shown}: not a directory; allowed: a directory")
         _check_folder(shown, target, what="directory")
         return target
     ancestor = target.absolute().parent
