@@ -58,6 +58,21 @@ app = "bulk"
 mss = 1448
 """
 
+#: A study of two runs of two seconds each (a results database to damage, copy, mount).
+SMALL_STUDY = """\
+duration = "2s"
+[study]
+name = "small"
+[bottleneck]
+rate = "4Mbps"
+delay = "20ms"
+queue = "1bdp"
+[[flows]]
+cca = "reno"
+[sweep]
+"bottleneck.per" = [1e-3, 1e-2]
+"""
+
 
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """`python -m tcplab ARGS` with the interpreter running the tests (the project venv)."""

@@ -90,6 +90,7 @@ def test_the_json_keys_documented_are_the_ones_printed() -> None:
 
 def test_the_input_limits_documented_are_the_ones_checked() -> None:
     """docs/limits.md states each limit with its value; a changed constant must change it."""
+    from tcplab import files
     from tcplab import input_limits as il
     from tcplab.limits import LIMITS
 
@@ -99,6 +100,8 @@ def test_the_input_limits_documented_are_the_ones_checked() -> None:
         if line.startswith("| ") and not line.startswith("| limit")
     }
     expected = {
+        "bytes of a scenario or study file": f"{files.MAX_SCENARIO_FILE_BYTES} (16 MiB)",
+        "bytes of a trace file per allowed line": str(files.MAX_TRACE_FILE_BYTES_PER_LINE),
         "nesting of arrays and tables": f"{il.MAX_NESTING_DEPTH} levels",
         "characters of a string or key": str(il.MAX_STRING_CHARS),
         "entries of one array or table": str(il.MAX_ITEMS),

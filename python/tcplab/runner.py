@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from . import _core
 from .errors import ScenarioError, field_error
+from .files import disk_full, is_disk_full
 from .results.parse import RunResult
 from .results.provenance import RunProvenance, git_commit, utc_now
 from .scenario.load import Overrides, ScenarioSource, load_scenario, override_pairs
@@ -284,6 +285,8 @@ def _stream(target: Path, run_core: Callable[[str], _Out]) -> _Out:
     except ValueError as exc:
         binary.unlink(missing_ok=True)
         message = str(exc)
+        if is_disk_full(exc):
+            raise disk_full(target) from None
         if message.startswith(f"series file {binary}: "):
             # the core names the file it writes; the user knows the one they asked for
             why = message.removeprefix(f"series file {binary}: ")

@@ -6,7 +6,7 @@
 //! over its own RTT. Between the legs the proxy holds at most `--buffer` bytes per direction and
 //! throttles the sender through TCP flow control when that is full.
 //!
-//! Modules: [`config`] (command line), [`proxy`] (listener, accept loop, connection tasks,
+//! Modules: [`config`] (command line), [`fds`] (`RLIMIT_NOFILE` for `--max-conns`), [`proxy`] (listener, accept loop, connection tasks,
 //! shutdown), [`relay`] (the two-direction relay with half-close and reset propagation),
 //! [`ring`] (the bounded buffer), [`sockopt`] (TCP_CONGESTION, IP_TRANSPARENT, SO_MARK,
 //! SO_LINGER, TCP_INFO and startup probes), [`stats`] (counters and the JSON snapshot),
@@ -14,6 +14,7 @@
 //! (logfmt lines on stderr).
 
 pub mod config;
+pub mod fds;
 pub mod log;
 pub mod proxy;
 pub mod relay;

@@ -66,7 +66,7 @@ fn main() -> ExitCode {
         let _ = out.flush();
     }));
     // Connection tasks have all finished or were given up on after the grace period.
-    rt.shutdown_timeout(std::time::Duration::from_secs(1));
+    rt.shutdown_timeout(std::time::Duration::from_millis(300));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -1,4 +1,5 @@
-//! `--report FILE`: one JSON record per relayed connection, written when the proxy exits.
+//! `--report FILE`: one JSON record per relayed connection, appended to `FILE.records` as
+//! each connection ends and assembled into `FILE` when the proxy exits.
 //!
 //! What a record holds (the README lists every field): the connection's addresses and
 //! outcome, per direction the bytes read and written and the relay ring's peak and
@@ -18,10 +19,12 @@
 //!
 //! A connection that closed cleanly is recorded once the FINs it sent are acknowledged
 //! (bounded by [`SETTLE_LIMIT`] and by shutdown), so its final `TCP_INFO` covers everything
-//! the leg delivered. The file is written to a temporary name and renamed over `FILE`, so a
-//! reader never sees half of it.
+//! the leg delivered. Records go to disk as connections end, so the proxy's memory does not
+//! grow with the connections it served. The file is written to a temporary name and renamed
+//! over `FILE`, so a reader never sees half of it.
 
-use std::io::{self, Write};
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, BufWriter, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering::Relaxed;
@@ -62,24 +65,31 @@ pub fn mono_ns() -> u64 {
     (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// The records of one proxy run and where they go.
+/// The records of one proxy run and where they go: each record is appended to the spool
+/// file (`FILE.records`, JSON Lines) when its connection ends, so memory does not grow with
+/// the connections served; at exit the spool is assembled into `FILE` and removed.
 #[derive(Debug)]
 pub struct Report {
     path: PathBuf,
     buffer_limit_bytes: u64,
     started_mono_ns: u64,
-    /// Touched once per connection end and at exit, never per byte.
-    records: Mutex<Vec<Value>>,
+    /// The spool file, appended to once per connection end, never per byte.
+    spool: Mutex<File>,
+    /// The first error appending to the spool (reported when the file is written).
+    spool_error: Mutex<Option<String>>,
 }
 
 impl Report {
-    pub fn new(path: PathBuf, buffer_limit_bytes: usize) -> Report {
-        Report {
+    /// Starts a report: creates (truncates) the spool file beside `path`.
+    pub fn create(path: PathBuf, buffer_limit_bytes: usize) -> io::Result<Report> {
+        let spool = File::create(spool_path(&path))?;
+        Ok(Report {
             path,
             buffer_limit_bytes: buffer_limit_bytes as u64,
             started_mono_ns: mono_ns(),
-            records: Mutex::new(Vec::new()),
-        }
+            spool: Mutex::new(spool),
+            spool_error: Mutex::new(None),
+        })
     }
 
     /// Startup check: the file's directory exists and takes a file (created and removed).
@@ -90,17 +100,39 @@ impl Report {
             .map_err(|e| format!("--report = {:?}: cannot write there: {e}", path.display()))
     }
 
+    /// Appends one connection's record to the spool (one `write` of one line).
     pub fn push(&self, record: Value) {
-        if let Ok(mut records) = self.records.lock() {
-            records.push(record);
+        let mut line = match serde_json::to_vec(&record) {
+            Ok(line) => line,
+            Err(e) => return self.remember(e.to_string()),
+        };
+        line.push(b'\n');
+        let written = match self.spool.lock() {
+            Ok(mut file) => file.write_all(&line),
+            Err(_) => return,
+        };
+        if let Err(e) = written {
+            self.remember(e.to_string());
         }
     }
 
-    /// Writes every record (atomically: a temporary file renamed over the target).
+    fn remember(&self, e: String) {
+        if let Ok(mut first) = self.spool_error.lock() {
+            first.get_or_insert(e);
+        }
+    }
+
+    /// Writes the report file from the spool (atomically: a temporary file renamed over
+    /// the target), streaming the records through, and removes the spool.
     /// `still_active`: connection tasks that had not ended, so have no record.
     pub fn write(&self, still_active: u64) -> io::Result<()> {
-        let conns = self.records.lock().map(|r| r.clone()).unwrap_or_default();
-        let doc = json!({
+        if let Some(e) = self.spool_error.lock().ok().and_then(|e| e.clone()) {
+            return Err(io::Error::other(format!(
+                "{}: {e}",
+                spool_path(&self.path).display()
+            )));
+        }
+        let head = json!({
             "version": REPORT_VERSION,
             "clock": "CLOCK_MONOTONIC",
             "started_mono_ns": self.started_mono_ns,
@@ -108,15 +140,27 @@ impl Report {
             "sample_interval_ns": SAMPLE_INTERVAL.as_nanos() as u64,
             "buffer_limit_bytes": self.buffer_limit_bytes,
             "still_active": still_active,
-            "conns": conns,
         });
+        let mut head = serde_json::to_string(&head)?;
+        head.pop(); // the closing brace: the records follow
         let tmp = temp_path(&self.path);
-        let mut file = std::fs::File::create(&tmp)?;
-        serde_json::to_writer(&mut file, &doc)?;
-        file.write_all(b"\n")?;
+        let mut out = BufWriter::new(File::create(&tmp)?);
+        out.write_all(head.as_bytes())?;
+        out.write_all(b",\"conns\":[")?;
+        let spool = BufReader::new(File::open(spool_path(&self.path))?);
+        for (i, line) in spool.lines().enumerate() {
+            let line = line?;
+            if i > 0 {
+                out.write_all(b",")?;
+            }
+            out.write_all(line.as_bytes())?;
+        }
+        out.write_all(b"]}\n")?;
+        let file = out.into_inner().map_err(|e| e.into_error())?;
         file.sync_all()?;
         drop(file);
-        std::fs::rename(&tmp, &self.path)
+        std::fs::rename(&tmp, &self.path)?;
+        std::fs::remove_file(spool_path(&self.path))
     }
 }
 
@@ -124,6 +168,14 @@ impl Report {
 fn temp_path(path: &Path) -> PathBuf {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push(format!(".tmp.{}", std::process::id()));
+    path.with_file_name(name)
+}
+
+/// `FILE.records`: the records written so far, one JSON object per line (left behind, with
+/// every record up to then, if the proxy is killed before it can write `FILE`).
+pub fn spool_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".records");
     path.with_file_name(name)
 }
 

@@ -20,6 +20,10 @@ SOURCES_HELP = (
 def cmd_compare(args: argparse.Namespace) -> int:
     if args.output and Path(args.output).suffix.lower() not in (".html", ".htm"):
         raise ScenarioError(f"-o = {args.output!r}: the comparison page is HTML; allowed: *.html")
+    if args.output:
+        from ..files import check_output_file
+
+        check_output_file("-o", args.output)
     from rich.table import Table as RichTable
     from rich.text import Text
 

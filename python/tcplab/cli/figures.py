@@ -79,6 +79,10 @@ def selection_of(args: argparse.Namespace) -> Selection:
 def check_data_path(path: str | None) -> None:
     if path is not None and Path(path).suffix.lower() != ".csv":
         raise ScenarioError(f"--data = {path!r}: the plotted numbers are CSV; allowed: *.csv")
+    if path is not None:
+        from ..files import check_output_file
+
+        check_output_file("--data", path)
 
 
 def write_data(chart: Chart, path: str | None) -> None:

@@ -2,10 +2,11 @@
 | study (`study.py`), emulate | validate (`realstack.py`), compare (`compare.py`), examples
 (`examples.py`).
 
-User mistakes print one line `error: ...` on stderr and exit with status 2; anything else that
-goes wrong is a bug: it prints `internal error: ...` with a request to report it and exits
-with 1 (set TCPLAB_TRACEBACK=1 to see the traceback). Tables go to stdout through rich;
-`--json` prints exactly one JSON document.
+User mistakes, and files that cannot be read or written (damaged, missing, a full disk), print
+one line `error: ...` on stderr and exit with status 2; anything else that goes wrong is a
+bug: it prints `internal error: ...` with a request to report it and exits with 1 (set
+TCPLAB_TRACEBACK=1 to see the traceback). Tables go to stdout through rich; `--json` prints
+exactly one JSON document.
 
 Building the parser imports no command's dependencies: `tcplab --version` and `--help` load
 neither pydantic nor pandas, matplotlib, DuckDB or pyarrow (asserted by the tests).
@@ -89,6 +90,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if os.environ.get("TCPLAB_TRACEBACK"):
             raise
+        from ..files import os_error
+
+        # a file the user named that cannot be written (a full disk, a folder gone meanwhile)
+        error = os_error(exc) if isinstance(exc, OSError) else None
+        if error is not None:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
         # never the user's mistake (those are ScenarioErrors): ask for a report
         print(
             " ".join(f"internal error: {type(exc).__name__}: {exc}".split()) + f" ({BUG_HINT})",

@@ -231,8 +231,10 @@ def _matrix(args: argparse.Namespace) -> int:
     seeds = matrix.parse_seeds(args.seeds)
     duration = matrix.parse_duration(args.duration)
     db = args.db or DEFAULT_PATH
-    if args.out is not None and Path(args.out).exists() and not Path(args.out).is_dir():
-        raise ScenarioError(f"--out = {args.out!r}: not a directory; allowed: a directory")
+    if args.out is not None:
+        from ..files import check_output_dir
+
+        check_output_dir("--out", args.out)
     cases = matrix.cases(algorithms, paths, pers, seeds, duration, list(args.set))
     identity = current_identity()
     from ..realstack import kernel_records

@@ -101,9 +101,11 @@ def cmd_ccas(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from ..files import check_output_dir
     from ..present.console import print_demo
     from ..tools.demo import run_demo, write_outputs, write_report_outputs
 
+    check_output_dir("--out", args.out)
     duration = duration_arg(args.duration)
     rows = run_demo(duration=duration, per=per_arg(args.per), max_workers=args.jobs)
     written = write_outputs(rows, Path(args.out))

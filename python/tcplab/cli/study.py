@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ScenarioError
+from ..files import check_output_file
 from ..present.plotspecs import PLOTS
 from . import figures
 from .options import count_arg, index_arg, revision_arg, seconds_arg
@@ -251,7 +252,8 @@ def _sweep(study: Study, args: argparse.Namespace) -> int:
 
     on_change = _on_change(args)
     if getattr(args, "report", None):
-        _check_report_path(args.report)
+        _check_report_path("--report", args.report)
+    check_output_file("--db", args.db)
     # the whole grid is validated before the database is created or touched
     specs = plan(study, _core.model_version(), force=getattr(args, "force", False))
     console = Console(stderr=True)
@@ -275,9 +277,10 @@ def _sweep(study: Study, args: argparse.Namespace) -> int:
     return 130 if summary.interrupted else 0
 
 
-def _check_report_path(out: str) -> None:
+def _check_report_path(option: str, out: str) -> None:
     if Path(out).suffix.lower() not in (".html", ".htm"):
-        raise ScenarioError(f"-o = {out!r}: a report is an HTML file; allowed: *.html")
+        raise ScenarioError(f"{option} = {out!r}: a report is an HTML file; allowed: *.html")
+    check_output_file(option, out)
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -292,7 +295,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from ..present.report import write_report
 
-    _check_report_path(args.output)
+    _check_report_path("-o", args.output)
     store = _open_db(args.db)
     chosen = _selected(store, args.study, args.revision)
     if len(chosen) > 1:
@@ -301,8 +304,10 @@ def cmd_report(args: argparse.Namespace) -> int:
             + ", ".join(name for name, _ in chosen)
         )
     study, revision = chosen[0]
-    _say(f"report of {revision_line(store, study, revision)}")
+    line = revision_line(store, study, revision)
     path = write_report(store, args.output, study, revision=revision)
+    # said once it worked: a damaged file is then the one line on stderr
+    _say(f"report of {line}")
     print(f"wrote {path}")
     return 0
 
@@ -348,6 +353,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     from ..present.plotspecs import check_figure_path
 
     check_figure_path(args.output)
+    check_output_file("-o", args.output)
     figures.check_data_path(args.data)
     style = figures.style_of(args)
     selection = figures.selection_of(args)
@@ -467,6 +473,8 @@ def cmd_results(args: argparse.Namespace) -> int:
     from ..results.export import format_of, read_table, write_table
 
     fmt = _export_format(args.format, args.output)
+    if args.output:
+        check_output_file("-o", args.output)
     if fmt == "parquet" and not args.output:
         raise ScenarioError(
             "-o: parquet is binary and needs an output file; allowed: -o FILE.parquet"
@@ -480,8 +488,7 @@ def cmd_results(args: argparse.Namespace) -> int:
         return 0
     store = _open_db(args.db)
     chosen = _selected(store, args.study, args.revision)
-    for study, revision in chosen:
-        _say(f"{args.table} of {revision_line(store, study, revision)}")
+    lines = [revision_line(store, study, revision) for study, revision in chosen]
     study_arg, revision_arg = chosen[0] if len(chosen) == 1 else (None, None)
     runs = store.runs(study_arg, revision_arg)
     if args.table == "flows":
@@ -492,7 +499,10 @@ def cmd_results(args: argparse.Namespace) -> int:
         df = aggregate(runs)
     else:
         df = runs
-    write_table(df, args.output, fmt, export_provenance(store, chosen, args.table, runs))
+    provenance = export_provenance(store, chosen, args.table, runs)
+    for line in lines:
+        _say(f"{args.table} of {line}")
+    write_table(df, args.output, fmt, provenance)
     if args.output:
         print(f"wrote {args.output} ({len(df)} rows)")
     return 0
@@ -532,7 +542,7 @@ def cmd_study(args: argparse.Namespace) -> int:
 
     args.db = args.db or f"{args.name}.duckdb"
     report = args.report or f"{args.name}.html"
-    _check_report_path(report)
+    _check_report_path("--report", report)
     args.report = None
     status = 0
     names = []

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from .. import __version__
+from ..database import connect, first_line
 from ..errors import ScenarioError
 from ..results.parse import ResultFormatError, RunResult
 from .bins import find_binary
@@ -143,10 +144,9 @@ class KernelCache:
         try:
             if not read_only:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.con = duckdb.connect(str(self.path), read_only=read_only)
+            self.con = connect(self.path, read_only=read_only)
         except (duckdb.Error, OSError) as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ScenarioError(f"--db = {str(path)!r}: cannot open: {first}") from None
+            raise ScenarioError(f"--db = {str(path)!r}: cannot open: {first_line(exc)}") from None
         try:
             self._check_schema(read_only)
         except BaseException:

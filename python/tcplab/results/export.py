@@ -20,6 +20,7 @@ from typing import Any, Final
 import pandas as pd  # type: ignore[import-untyped]
 
 from ..errors import ScenarioError
+from ..files import check_regular, disk_full, is_disk_full
 
 EXPORT_FORMATS: Final = ("csv", "parquet", "json")
 PARQUET_KEY: Final = b"tcplab.results.provenance"
@@ -87,6 +88,10 @@ def _atomic(target: Path, write: Any) -> None:
     try:
         write(tmp)
         os.replace(tmp, target)
+    except OSError as exc:
+        if is_disk_full(exc):
+            raise disk_full(target) from None
+        raise
     finally:
         tmp.unlink(missing_ok=True)
 
@@ -99,6 +104,7 @@ def read_table(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, dict[str, An
         raise ScenarioError(
             f"{p}: not an exported table; allowed: *.csv, *.parquet, *.json, *.duckdb"
         )
+    check_regular(p)
     try:
         if fmt == "parquet":
             import pyarrow.parquet as pq
@@ -108,7 +114,7 @@ def read_table(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, dict[str, An
             return table.to_pandas(), json.loads(raw) if raw else {}
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ScenarioError(f"{p}: cannot read ({exc.strerror})") from None
+        raise ScenarioError(f"{p}: cannot read ({exc.strerror or type(exc).__name__})") from None
     except Exception as exc:  # pyarrow's errors: a damaged or foreign file
         raise ScenarioError(f"{p}: not a readable {fmt} file ({type(exc).__name__})") from None
     if fmt == "json":

@@ -142,9 +142,9 @@ def check_series_path(path: str | os.PathLike[str]) -> Path:
         raise field_error(
             "--series", str(path), "unknown file extension", ", ".join(SERIES_FORMATS)
         )
-    if not target.parent.is_dir():
-        raise field_error("--series", str(path), "directory does not exist")
-    return target
+    from ..files import check_output_file
+
+    return check_output_file("--series", target)
 
 
 def write_series(result: RunResult, path: str | os.PathLike[str]) -> Path:
@@ -156,5 +156,9 @@ def write_series(result: RunResult, path: str | os.PathLike[str]) -> Path:
     try:
         write_table(frame, target, target.suffix.lower().lstrip("."), frame.attrs["provenance"])
     except OSError as exc:
+        from ..files import disk_full, is_disk_full
+
+        if is_disk_full(exc):
+            raise disk_full(target) from None
         raise field_error("--series", str(path), f"cannot write: {exc.strerror}") from None
     return target

@@ -27,6 +27,7 @@ from ..errors import (
     format_path,
     override_label,
 )
+from ..files import MAX_SCENARIO_FILE_BYTES, read_text
 from ..input_limits import check_tree, parse_toml
 from .checks import check_scenario
 from .model import Scenario
@@ -50,17 +51,9 @@ _TYPE_PROBLEMS = {
 
 
 def read_toml(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Parse a TOML file; I/O and syntax errors become one-line `ScenarioError`s."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ScenarioError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ScenarioError(f"{path}: is a directory, not a scenario file") from None
-    except UnicodeDecodeError:
-        raise ScenarioError(f"{path}: not a UTF-8 text file") from None
-    except OSError as exc:
-        raise ScenarioError(f"{path}: cannot read: {exc.strerror}") from None
+    """Parse a TOML file (a regular file of at most `MAX_SCENARIO_FILE_BYTES`); I/O and
+    syntax errors become one-line `ScenarioError`s."""
+    text = read_text(path, MAX_SCENARIO_FILE_BYTES)
     try:
         return parse_toml(text, str(path))
     except tomllib.TOMLDecodeError as exc:

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Final, Literal
 
 from ..errors import Problem
+from ..files import MAX_TRACE_FILE_BYTES_PER_LINE, FileError, read_text
 from ..input_limits import exact_number
 from ..limits import LIMITS
 from ..units import format_duration_ns, format_rate_bps, parse_duration_ns, parse_rate_bps
@@ -105,15 +106,9 @@ def _field(text: str, plain_scale: int, kind: Literal["duration", "rate"]) -> in
 
 def _read_lines(path: Path) -> list[str]:
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise Problem("no such file") from None
-    except IsADirectoryError:
-        raise Problem("is a directory, not a trace file") from None
-    except UnicodeDecodeError:
-        raise Problem("not a UTF-8 text file") from None
-    except OSError as exc:
-        raise Problem(f"cannot read: {exc.strerror}") from None
+        text = read_text(path, MAX_TRACE_LINES * MAX_TRACE_FILE_BYTES_PER_LINE)
+    except FileError as exc:
+        raise Problem(exc.problem, exc.allowed) from None
     lines = text.splitlines()
     if len(lines) > MAX_TRACE_LINES:
         raise Problem("too many lines", f"at most {MAX_TRACE_LINES}")

@@ -165,7 +165,7 @@ def aggregate(runs: pd.DataFrame, metrics: Sequence[str] = DEFAULT_METRICS) -> p
 def _point_stats(runs: pd.DataFrame, point: np.ndarray[Any, Any], metrics: list[str]) -> Any:
     """count, mean, sample standard deviation, min and max of each metric per grid point
     (NULL and NaN values left out), in DuckDB; one row per point, in point order."""
-    import duckdb
+    from ..database import connect
 
     data = pd.DataFrame({"point": point})
     for i, m in enumerate(metrics):
@@ -187,7 +187,7 @@ def _point_stats(runs: pd.DataFrame, point: np.ndarray[Any, Any], metrics: list[
         ]
     if "model_version" in runs:
         selects.append("CASE WHEN count(DISTINCT model) = 1 THEN min(model) END AS model_version")
-    con = duckdb.connect()
+    con = connect()
     try:
         con.register("data", data)
         stats = con.execute(

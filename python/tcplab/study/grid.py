@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ScenarioError, field_error, overridden_key
+from ..files import MAX_SCENARIO_FILE_BYTES, read_text
 from ..input_limits import MAX_POINTS, MAX_REPETITIONS
 from ..scenario.load import load_scenario, read_toml
 from ..scenario.model import Scenario
@@ -399,5 +400,5 @@ def load_study(path: str | Path) -> Study:
     """Read a study (or plain scenario) TOML file."""
     p = Path(path)
     raw = read_toml(p)
-    text = p.read_text(encoding="utf-8")
+    text = read_text(p, MAX_SCENARIO_FILE_BYTES)
     return study_from_dict(raw, default_name=p.stem, text=text, base_dir=p.parent)

@@ -43,7 +43,7 @@ import os
 import re
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -51,6 +51,7 @@ from typing import Any, Final
 import duckdb
 import pandas as pd  # type: ignore[import-untyped]
 
+from ..database import connect, file_error, first_line
 from ..errors import ScenarioError
 from ..results.parse import FlowResult, RunResult, ns_to_ms, ns_to_s
 from ..results.provenance import Build
@@ -191,6 +192,12 @@ _TABLES: Final[dict[str, str]] = {
         run_id VARCHAR NOT NULL, flow_id INTEGER NOT NULL, node VARCHAR NOT NULL,
         mean_bytes DOUBLE, max_bytes UBIGINT, limit_bytes UBIGINT,
         PRIMARY KEY (run_id, flow_id, node)""",
+}
+#: The tables an old file of each schema version has (what its upgrade reads).
+_OLD_TABLES: Final[dict[int, tuple[str, ...]]] = {
+    1: ("meta", "studies", "runs", "study_runs", "flows", "links"),
+    2: ("meta", "studies", "runs", "study_runs", "flows", "links", "legs", "pep_buffers"),
+    3: ("meta", "studies", "runs", "study_runs", "flows", "links", "legs", "pep_buffers"),
 }
 #: Tables whose rows belong to one run (deleted with it).
 _RUN_TABLES: Final = ("flows", "links", "legs", "pep_buffers", "runs")
@@ -349,11 +356,6 @@ def _utc(text: str | None) -> _dt.datetime | None:
     return _dt.datetime.fromisoformat(text.replace("Z", "+00:00")).replace(tzinfo=None)
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc)
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
 def _is_lock_conflict(exc: BaseException) -> bool:
     text = str(exc)
     return "Could not set lock" in text or "Conflicting lock" in text
@@ -397,18 +399,20 @@ class Store:
     @contextmanager
     def _connect(self, *, write: bool, wait_s: float | None = None) -> Iterator[Any]:
         """A connection for one query or one transaction; waits (with back-off) while another
-        process holds a conflicting lock, then gives up in one line."""
+        process holds a conflicting lock, then gives up in one line. What DuckDB says of a
+        damaged, foreign or unwritable file, there or in a query, becomes a `StoreError`."""
         wait = self.wait_s if wait_s is None else wait_s
         deadline = time.monotonic() + wait
         delay_s = 0.005
         while True:
             try:
-                con = duckdb.connect(str(self.path), read_only=not write)
+                con = connect(self.path, read_only=not write)
                 break
             except duckdb.Error as exc:
                 if not _is_lock_conflict(exc):
                     raise StoreError(
-                        f"{self.path}: not a tcplab results database ({_first_line(exc)})"
+                        file_error(self.path, exc)
+                        or f"{self.path}: not a tcplab results database ({first_line(exc)})"
                     ) from None
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -420,6 +424,11 @@ class Store:
                 delay_s = min(delay_s * 2, 0.2)
         try:
             yield con
+        except duckdb.Error as exc:
+            message = file_error(self.path, exc)
+            if message is None:
+                raise
+            raise StoreError(message) from None
         finally:
             con.close()
 
@@ -431,7 +440,10 @@ class Store:
                 yield con
                 con.execute("COMMIT")
             except BaseException:
-                con.execute("ROLLBACK")
+                # A failed COMMIT (a full disk) has ended the transaction already: its own
+                # error is the one to report, not that there is nothing left to roll back.
+                with suppress(duckdb.Error):
+                    con.execute("ROLLBACK")
                 raise
 
     def _read(self, sql: str, args: Sequence[Any] = ()) -> pd.DataFrame:
@@ -460,13 +472,39 @@ class Store:
                     )
                 return None
             row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        version = int(row[0]) if row and str(row[0]).isdigit() else -1
-        if not 1 <= version <= SCHEMA_VERSION:
-            raise StoreError(
-                f"{self.path}: results schema version {version}; this tcplab "
-                f"reads versions 1 to {SCHEMA_VERSION}"
-            )
+            version = int(row[0]) if row and str(row[0]).isdigit() else -1
+            if not 1 <= version <= SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.path}: results schema version {version}; this tcplab "
+                    f"reads versions 1 to {SCHEMA_VERSION}"
+                )
+            columns: dict[str, set[str]] = {}
+            for table, column in con.execute(
+                "SELECT table_name, column_name FROM information_schema.columns"
+            ).fetchall():
+                columns.setdefault(str(table), set()).add(str(column))
+        self._check_tables(version, columns)
         return version
+
+    def _check_tables(self, version: int, columns: Mapping[str, set[str]]) -> None:
+        """Refuse a file that lacks a table or column of its schema version (a partial copy,
+        a table dropped by hand) before a query would stumble on it."""
+        if version == SCHEMA_VERSION:
+            expected = {name: set(_COLUMN_TYPES[name]) for name in _TABLES}
+        else:  # an old file: the tables the upgrade starts from
+            expected = {name: set() for name in _OLD_TABLES[version]}
+        for name, wanted in expected.items():
+            if name not in columns:
+                raise StoreError(
+                    f"{self.path}: damaged results database (schema version {version} "
+                    f"without its table {name})"
+                )
+            missing = sorted(wanted - columns[name])
+            if missing:
+                raise StoreError(
+                    f"{self.path}: damaged results database (table {name} without column "
+                    f"{missing[0]})"
+                )
 
     def _create(self) -> None:
         from .. import __version__
@@ -807,10 +845,39 @@ class Store:
             if not rows or not rows[0][0]:
                 raise StoreError(f"{self.path}: no run {run_id}")
             series_file = str(rows[0][0])
+        if not self.series_dir.is_dir():
+            raise StoreError(
+                f"{self.path}: its series folder {self.series_dir.name} is missing (a results "
+                "database is the file and this folder beside it: copy both)"
+            )
         frame, provenance = read_table(self.series_dir / series_file)
         out = conform(frame)
         out.attrs["provenance"] = provenance
         return out
+
+    def check_series(self, study: str, revision: int | None = None) -> None:
+        """Refuse a study revision whose runs' series files are not all there (a database
+        copied without its series folder, files deleted by hand)."""
+        files = [
+            str(row[0])
+            for row in self.query(
+                "SELECT r.series_file FROM revision_runs m JOIN runs r USING (run_id) "
+                "WHERE m.study = ? AND m.revision = ?",
+                [study, self.resolve(study, revision)],
+            )
+            if row[0]
+        ]
+        if files and not self.series_dir.is_dir():
+            raise StoreError(
+                f"{self.path}: its series folder {self.series_dir.name} is missing (a results "
+                "database is the file and this folder beside it: copy both)"
+            )
+        missing = [name for name in files if not (self.series_dir / name).is_file()]
+        if missing:
+            raise StoreError(
+                f"{self.path}: {len(missing)} of the {len(files)} series files of study "
+                f"{study!r} are missing from {self.series_dir.name} (first: {missing[0]})"
+            )
 
     def scenario_of(self, run_id: str) -> dict[str, Any] | None:
         """The normalized scenario a run was simulated from (None: not stored)."""

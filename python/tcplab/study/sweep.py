@@ -45,6 +45,7 @@ from rich.progress import (
 
 from .. import _core
 from ..errors import ScenarioError
+from ..files import disk_full, is_disk_full
 from ..processes import alive
 from ..results.parse import RunResult
 from ..results.provenance import Build, RunProvenance, utc_now
@@ -155,6 +156,8 @@ def run_local(
         try:
             out = _core.run_json_series(text, str(binary), cancel)
         except ValueError as exc:
+            if is_disk_full(exc):
+                raise disk_full(store.series_dir) from None
             raise core_error(exc, spec.flow_tables) from None
         core_cpu_s, wall_s = time.thread_time() - c0, time.perf_counter() - t0
         host = socket.gethostname()
