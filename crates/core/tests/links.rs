@@ -51,6 +51,7 @@ fn dumbbell(
                 ..fwd
             },
             reverse,
+            wifi: None,
         }),
         path: None,
         access: AccessConfig {

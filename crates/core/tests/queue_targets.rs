@@ -36,6 +36,7 @@ fn path(
         bottleneck: Some(BottleneckConfig {
             forward: dir(ecn_k),
             reverse: dir(None),
+            wifi: None,
         }),
         path: None,
         access: AccessConfig {
