@@ -162,6 +162,7 @@ impl Topology {
             links.push(access_link(format!("flow{i}.receiver_up"), &a, true, seed));
             links.push(access_link(format!("flow{i}.sender_down"), &a, false, seed));
         }
+        medium_of.resize(links.len(), NO_MEDIUM);
         let access = |flow: usize| (2 * k + 4 * flow) as u32;
         let pos = |e: Endpoint| match e {
             Endpoint::Server => 0,
@@ -225,6 +226,13 @@ impl Topology {
             media,
             medium_of,
         }
+    }
+
+    /// The segment whose links medium `m` carries.
+    pub fn medium_segment(&self, m: u32) -> usize {
+        (0..self.segments.len())
+            .find(|&s| self.medium_of[2 * s] == m)
+            .expect("a medium belongs to a segment")
     }
 
     /// Round-trip propagation delay of connection `conn` (no serialization, no queueing).
