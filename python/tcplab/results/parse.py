@@ -41,6 +41,11 @@ RESULT_KEYS: Final = (
     *("name", "seed", "duration_ns", "events", "core_version", "model_version"),
     *("flows", "links", "series"),
 )
+WIFI_KEYS: Final = ("name", "standard", "mode_rates_bps", "stations")
+WIFI_STATION_KEYS: Final = (
+    *("name", "airtime_ratio", "ppdus", "collisions", "mpdus", "retries", "delivered"),
+    *("drops", "aggregation_hist", "mcs_hist"),
+)
 RTT_KEYS: Final = (
     *("count", "mean_ns", "min_ns", "p50_ns", "p95_ns", "max_ns", "srtt_time_mean_ns"),
 )
@@ -516,6 +521,9 @@ class RunResult:
     git_commit: str | None = None
     #: the captures and event log a traced run wrote (`tcplab.Trace`), else None
     trace: TraceOutput | None = None
+    #: per Wi-Fi medium: airtime, collisions, retries, A-MPDU and MCS histograms per
+    #: contender (`ap`, `flowN`, `backgroundN`), as the core reports them (docs/wifi.md)
+    wifi: tuple[Mapping[str, Any], ...] = ()
 
     @classmethod
     def from_json(
@@ -528,7 +536,12 @@ class RunResult:
         git_commit: str | None = None,
     ) -> RunResult:
         data: Mapping[str, Any] = json.loads(result) if isinstance(result, str) else result
-        _exact(data, "result", RESULT_KEYS)
+        _exact(data, "result", RESULT_KEYS, ("wifi",))
+        wifi = tuple(data.get("wifi") or ())
+        for medium in wifi:
+            _exact(medium, "result.wifi", WIFI_KEYS)
+            for station in medium["stations"]:
+                _exact(station, "result.wifi.stations", WIFI_STATION_KEYS)
         flows = tuple(FlowResult.from_json(f) for f in data["flows"])
         return cls(
             name=str(_need(data, "name", "result")),
@@ -544,6 +557,7 @@ class RunResult:
             model_version=_opt_int(data["model_version"]),
             run_info=run_info,
             git_commit=git_commit,
+            wifi=wifi,
         )
 
     @property
@@ -646,6 +660,8 @@ class RunResult:
         }
         if self.cbr_flows:
             out["cbr_goodput_bps"] = self.cbr_goodput_bps
+        if self.wifi:
+            out["wifi"] = copy.deepcopy([dict(m) for m in self.wifi])
         return out
 
     @staticmethod

@@ -120,6 +120,13 @@ impl Simulation {
             queue.schedule(SimTime::ZERO + interval, Event::Sample);
         }
         let series = SeriesRecorder::new(plan.flows.len(), interval, series);
+        let mut topo = topo;
+        // Background stations of Wi-Fi media transmit from the start.
+        for (m, medium) in topo.media.iter_mut().enumerate() {
+            if let Some(t) = medium.arm_wakeup() {
+                queue.schedule(t, Event::WifiWake { medium: m as u32 });
+            }
+        }
         Ok(Simulation {
             cfg,
             queue,

@@ -103,7 +103,7 @@ impl TxQueue {
     fn resolve(&mut self, seq: u64, pkt: Option<u32>, mut deliver: impl FnMut(u32)) {
         if seq == self.rx_next && self.held.is_empty() {
             self.rx_next += 1;
-            if let Some(p) = pkt {
+            if let Some(p) = pkt.filter(|&p| p != NO_PACKET) {
                 deliver(p);
             }
             return;
