@@ -34,7 +34,11 @@ def _core_result(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
 def _seen(results: list[dict[str, Any]]) -> dict[str, set[str]]:
     """The keys of each kind of object over all the results."""
     seen: dict[str, set[str]] = {
-        k: set() for k in ("result", "flow", "leg", "link", "rtt", "series", "series_flow")
+        k: set()
+        for k in (
+            *("result", "flow", "leg", "link", "rtt", "series", "series_flow"),
+            *("wifi", "wifi_station"),
+        )
     }
     for data in results:
         seen["result"] |= data.keys()
@@ -48,17 +52,23 @@ def _seen(results: list[dict[str, Any]]) -> dict[str, set[str]]:
             seen["link"] |= link.keys()
         for series in data["series"]["flows"]:
             seen["series_flow"] |= series.keys()
+        for medium in data.get("wifi", []):
+            seen["wifi"] |= medium.keys()
+            for station in medium["stations"]:
+                seen["wifi_station"] |= station.keys()
     return seen
 
 
 DECLARED = {
-    "result": set(parse.RESULT_KEYS),
+    "result": {*parse.RESULT_KEYS, *parse.RESULT_OPTIONAL_KEYS},
     "flow": {*parse.FLOW_KEYS, *parse.CBR_KEYS, *parse.PEP_KEYS},
     "leg": set(parse.LEG_KEYS),
     "link": set(parse.LINK_KEYS),
     "rtt": set(parse.RTT_KEYS),
     "series": set(parse.SERIES_KEYS),
     "series_flow": set(parse.SERIES_FLOW_KEYS),
+    "wifi": set(parse.WIFI_KEYS),
+    "wifi_station": set(parse.WIFI_STATION_KEYS),
 }
 
 

@@ -41,6 +41,8 @@ RESULT_KEYS: Final = (
     *("name", "seed", "duration_ns", "events", "core_version", "model_version"),
     *("flows", "links", "series"),
 )
+#: present only when the scenario has a Wi-Fi link
+RESULT_OPTIONAL_KEYS: Final = ("wifi",)
 WIFI_KEYS: Final = ("name", "standard", "mode_rates_bps", "stations")
 WIFI_STATION_KEYS: Final = (
     *("name", "airtime_ratio", "ppdus", "collisions", "mpdus", "retries", "delivered"),
@@ -536,7 +538,7 @@ class RunResult:
         git_commit: str | None = None,
     ) -> RunResult:
         data: Mapping[str, Any] = json.loads(result) if isinstance(result, str) else result
-        _exact(data, "result", RESULT_KEYS, ("wifi",))
+        _exact(data, "result", RESULT_KEYS, RESULT_OPTIONAL_KEYS)
         wifi = tuple(data.get("wifi") or ())
         for medium in wifi:
             _exact(medium, "result.wifi", WIFI_KEYS)
