@@ -34,7 +34,11 @@ def _core_result(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
 def _seen(results: list[dict[str, Any]]) -> dict[str, set[str]]:
     """The keys of each kind of object over all the results."""
     seen: dict[str, set[str]] = {
-        k: set() for k in ("result", "flow", "leg", "link", "rtt", "series", "series_flow", "cross")
+        k: set()
+        for k in (
+            *("result", "flow", "leg", "link", "rtt", "series", "series_flow"),
+            *("cross", "wifi", "wifi_station"),
+        )
     }
     for data in results:
         seen["result"] |= data.keys()
@@ -50,6 +54,10 @@ def _seen(results: list[dict[str, Any]]) -> dict[str, set[str]]:
             seen["series_flow"] |= series.keys()
         for cross in data.get("cross", []):
             seen["cross"] |= cross.keys()
+        for medium in data.get("wifi", []):
+            seen["wifi"] |= medium.keys()
+            for station in medium["stations"]:
+                seen["wifi_station"] |= station.keys()
     return seen
 
 
@@ -62,6 +70,8 @@ DECLARED = {
     "series": set(parse.SERIES_KEYS),
     "series_flow": set(parse.SERIES_FLOW_KEYS),
     "cross": set(parse.CROSS_KEYS),
+    "wifi": set(parse.WIFI_KEYS),
+    "wifi_station": set(parse.WIFI_STATION_KEYS),
 }
 
 

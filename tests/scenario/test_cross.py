@@ -3,11 +3,16 @@ errors, and a run that keeps the cross traffic out of the flows' numbers."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 from tcplab import ScenarioError, load_scenario, run
 from tcplab.scenario.normalize import normalize
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def scenario(*cross: dict[str, Any], duration: str = "60s") -> dict[str, Any]:
@@ -105,3 +110,23 @@ def test_emulate_refuses_cross_traffic_instead_of_ignoring_it() -> None:
     normalized = normalize(load_scenario(scenario(FLOWS), catalogue=()))
     with pytest.raises(ScenarioError, match=r"^cross: emulate has no cross-traffic generator"):
         plan_topology(normalized, "c1")
+
+
+def test_cross_traffic_with_a_wifi_segment_is_refused_in_one_line(tmp_path: Path) -> None:
+    # a cross source has no station on the medium; the Wi-Fi link's background stations are
+    # the way to put other traffic on it
+    text = (REPO / "scenarios" / "wifi.toml").read_text()
+    text += '\n[[cross]]\nkind = "on-off"\npeak_rate = "1Mbps"\n'
+    text += 'on = { dist = "constant", mean = "1s" }\noff = { dist = "constant", mean = "1s" }\n'
+    scenario = tmp_path / "wifi-cross.toml"
+    scenario.write_text(text)
+    done = subprocess.run(
+        [sys.executable, "-m", "tcplab", "run", str(scenario)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and "cross[0]" in lines[0] and "background" in lines[0], done.stderr

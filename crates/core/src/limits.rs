@@ -75,3 +75,14 @@ pub const MAX_PEP_BUFFER_BYTES: u64 = 1 << 34;
 pub const POLICER_BURST_BYTES: RangeInclusive<u64> = MTU_BYTES..=1 << 30;
 /// Wire bytes of a full cross-traffic packet: an IPv4 header and up to a 64 KiB datagram.
 pub const CROSS_PACKET_BYTES: RangeInclusive<u32> = 40..=65_535;
+
+/// Wi-Fi: transmission attempts per frame (dot11ShortRetryLimit is a byte; 255 at most).
+pub const WIFI_RETRY_LIMIT_MAX: u32 = 255;
+/// Wi-Fi transmit power range (dBm): 0.1 mW to 1 W.
+pub const WIFI_TX_POWER_DBM: (f64, f64) = (-10.0, 30.0);
+/// Wi-Fi distance to the receiver (m).
+pub const WIFI_DISTANCE_M: (f64, f64) = (0.1, 10_000.0);
+/// Background stations per entry.
+pub const WIFI_BACKGROUND_MAX: u32 = 100;
+/// Largest MSDU (IEEE 802.11-2016).
+pub const WIFI_MSDU_MAX_BYTES: u32 = 2304;

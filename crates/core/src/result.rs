@@ -241,10 +241,73 @@ pub struct RunResult {
     pub model_version: u32,
     pub flows: Vec<FlowResult>,
     pub links: Vec<LinkResult>,
+    /// One entry per Wi-Fi medium (absent when the scenario has none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub wifi: Vec<WifiResult>,
     pub series: SeriesResult,
     /// Cross-traffic sources (left out when the scenario has none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub cross: Vec<CrossResult>,
+}
+
+/// A Wi-Fi medium's contention counters (`net::wifi`).
+#[derive(Debug, Clone, Serialize)]
+pub struct WifiResult {
+    /// The segment it carries.
+    pub name: String,
+    pub standard: String,
+    /// Data rate (bit/s) of each rate index (MCS) of the PHY.
+    pub mode_rates_bps: Vec<u64>,
+    pub stations: Vec<WifiStationResult>,
+}
+
+/// One contender: `ap`, `flowN` (flow N's station) or `backgroundN`.
+#[derive(Debug, Clone, Serialize)]
+pub struct WifiStationResult {
+    pub name: String,
+    /// Fraction of the run's time the medium carried this contender's exchanges.
+    pub airtime_ratio: f64,
+    pub ppdus: u64,
+    pub collisions: u64,
+    pub mpdus: u64,
+    /// MPDU retransmissions (MAC retries).
+    pub retries: u64,
+    pub delivered: u64,
+    /// MPDUs discarded at the retry limit.
+    pub drops: u64,
+    /// PPDUs per A-MPDU size: entry k counts PPDUs of k + 1 MPDUs.
+    pub aggregation_hist: Vec<u64>,
+    /// PPDUs per rate index (see `mode_rates_bps`).
+    pub mcs_hist: Vec<u64>,
+}
+
+fn wifi_result(m: &crate::net::wifi::WifiMedium, end_ns: u64) -> WifiResult {
+    use crate::net::wifi::Role;
+    let stations = m
+        .contenders()
+        .map(|(role, st)| WifiStationResult {
+            name: match role {
+                Role::AccessPoint => "ap".into(),
+                Role::Station(i) => format!("flow{i}"),
+                Role::Background(i) => format!("background{i}"),
+            },
+            airtime_ratio: st.airtime_ns as f64 / end_ns.max(1) as f64,
+            ppdus: st.ppdus,
+            collisions: st.collisions,
+            mpdus: st.mpdus,
+            retries: st.retries,
+            delivered: st.delivered,
+            drops: st.drops,
+            aggregation_hist: st.aggregation.clone(),
+            mcs_hist: st.modes.clone(),
+        })
+        .collect();
+    WifiResult {
+        name: m.name.clone(),
+        standard: format!("{:?}", m.phy.standard).to_lowercase(),
+        mode_rates_bps: m.phy.modes().iter().map(|x| x.rate_bps).collect(),
+        stations,
+    }
 }
 
 fn rtt_result(h: &LogHistogram) -> RttResult {
@@ -434,6 +497,7 @@ pub fn summarize(sim: &Simulation) -> RunResult {
         model_version: crate::MODEL_VERSION,
         flows,
         links,
+        wifi: sim.topo.media.iter().map(|m| wifi_result(m, end)).collect(),
         series: series_result(sim),
         cross: cross_result(sim),
     }

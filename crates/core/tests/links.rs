@@ -52,6 +52,7 @@ fn dumbbell(
                 ..fwd
             },
             reverse,
+            wifi: None,
         }),
         path: None,
         access: AccessConfig {

@@ -90,6 +90,7 @@ fn goodput_ns2_scenario(cca: &str, mss: u32) -> tcplab_core::scenario::ScenarioC
         bottleneck: Some(BottleneckConfig {
             forward: dir.clone(),
             reverse: dir,
+            wifi: None,
         }),
         path: None,
         access: AccessConfig {

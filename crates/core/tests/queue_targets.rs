@@ -37,6 +37,7 @@ fn path(
         bottleneck: Some(BottleneckConfig {
             forward: dir(ecn_k),
             reverse: dir(None),
+            wifi: None,
         }),
         path: None,
         access: AccessConfig {

@@ -253,6 +253,7 @@ mod tests {
                 bottleneck: Some(BottleneckConfig {
                     forward: cfg.clone(),
                     reverse: cfg.clone(),
+                    wifi: None,
                 }),
                 path: None,
                 access: AccessConfig {

@@ -161,11 +161,29 @@ def choose_link(plan: Plan, options: EmulateOptions) -> Plan:
     return replace(plan, notes=(*plan.notes, f"links: tcplab-emu (--link auto: {why})"))
 
 
+def wifi_link(normalized: Mapping[str, Any]) -> str | None:
+    """The key of the first Wi-Fi link of a normalized scenario, if it has one."""
+    bottleneck = normalized.get("bottleneck")
+    if isinstance(bottleneck, Mapping) and bottleneck.get("wifi") is not None:
+        return "bottleneck"
+    path = normalized.get("path")
+    for index, segment in enumerate(path["segments"] if isinstance(path, Mapping) else []):
+        if segment.get("wifi") is not None:
+            return f"path.segments[{index}]"
+    return None
+
+
 def emulate_normalized(
     normalized: Mapping[str, Any], options: EmulateOptions | None = None
 ) -> Emulation:
     """Emulate a normalized scenario (docs/interface.md)."""
     options = options or EmulateOptions()
+    wifi = wifi_link(normalized)
+    if wifi is not None:
+        raise ScenarioError(
+            f"{wifi}.wifi: a Wi-Fi link exists only in the simulator (the real-stack links are "
+            "wires: rate, delay, queue); run the scenario with tcplab run"
+        )
     needed = ("tcpdump",) if options.capture is not None else ()
     features.check_base((*needed, "tcplab-pep") if has_peps(normalized) else needed)
     features.check_ccas(kernel_cca_fields(normalized))

@@ -41,6 +41,13 @@ RESULT_KEYS: Final = (
     *("name", "seed", "duration_ns", "events", "core_version", "model_version"),
     *("flows", "links", "series"),
 )
+#: present only when the scenario has a Wi-Fi link
+RESULT_OPTIONAL_KEYS: Final = ("wifi",)
+WIFI_KEYS: Final = ("name", "standard", "mode_rates_bps", "stations")
+WIFI_STATION_KEYS: Final = (
+    *("name", "airtime_ratio", "ppdus", "collisions", "mpdus", "retries", "delivered"),
+    *("drops", "aggregation_hist", "mcs_hist"),
+)
 RTT_KEYS: Final = (
     *("count", "mean_ns", "min_ns", "p50_ns", "p95_ns", "max_ns", "srtt_time_mean_ns"),
 )
@@ -563,6 +570,9 @@ class RunResult:
     trace: TraceOutput | None = None
     #: the cross-traffic sources (`[[cross]]`), apart from the flows
     cross: tuple[CrossResult, ...] = ()
+    #: per Wi-Fi medium: airtime, collisions, retries, A-MPDU and MCS histograms per
+    #: contender (`ap`, `flowN`, `backgroundN`), as the core reports them (docs/wifi.md)
+    wifi: tuple[Mapping[str, Any], ...] = ()
 
     @classmethod
     def from_json(
@@ -576,6 +586,11 @@ class RunResult:
     ) -> RunResult:
         data: Mapping[str, Any] = json.loads(result) if isinstance(result, str) else result
         _exact(data, "result", RESULT_KEYS, RESULT_OPTIONAL_KEYS)
+        wifi = tuple(data.get("wifi") or ())
+        for medium in wifi:
+            _exact(medium, "result.wifi", WIFI_KEYS)
+            for station in medium["stations"]:
+                _exact(station, "result.wifi.stations", WIFI_STATION_KEYS)
         flows = tuple(FlowResult.from_json(f) for f in data["flows"])
         return cls(
             name=str(_need(data, "name", "result")),
@@ -592,6 +607,7 @@ class RunResult:
             run_info=run_info,
             git_commit=git_commit,
             cross=tuple(CrossResult.from_json(c) for c in data.get("cross", ())),
+            wifi=wifi,
         )
 
     @property
@@ -696,6 +712,8 @@ class RunResult:
             out["cbr_goodput_bps"] = self.cbr_goodput_bps
         if self.cross:
             out["cross"] = [cross.to_json_dict() for cross in self.cross]
+        if self.wifi:
+            out["wifi"] = copy.deepcopy([dict(m) for m in self.wifi])
         return out
 
     @staticmethod

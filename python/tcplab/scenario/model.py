@@ -406,6 +406,110 @@ class Direction:
         return name if self.forward else f"return_{name}"
 
 
+def parse_power_dbm(value: Any) -> float:
+    """A transmit power: "20mW", "0.1W" or "13dBm" (a bare number is dBm)."""
+    if isinstance(value, bool):
+        raise Problem("not a power", '"20mW", "100mW", "0.1W" or "13dBm"')
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        text = value.strip()
+        match = re.fullmatch(r"(-?[0-9]+(?:\.[0-9]+)?)\s*(dBm|mW|W)", text)
+        if match is not None:
+            number, unit = float(match.group(1)), match.group(2)
+            if unit == "dBm":
+                return number
+            milliwatts = number * (1000.0 if unit == "W" else 1.0)
+            if milliwatts > 0:
+                return 10.0 * math.log10(milliwatts)
+    raise Problem("not a power", '"20mW", "100mW", "0.1W" or "13dBm"')
+
+
+def _parse_band(value: Any) -> str:
+    bands = {"2.4GHz": "2.4", "2.4": "2.4", "5GHz": "5", "5": "5"}
+    if isinstance(value, str) and value.strip() in bands:
+        return bands[value.strip()]
+    raise Problem("not a band", '"2.4GHz" or "5GHz"')
+
+
+PowerDbm = Annotated[float, BeforeValidator(parse_power_dbm)]
+Band = Annotated[str, BeforeValidator(_parse_band)]
+Metres = Annotated[float, BeforeValidator(lambda v: float(v) if isinstance(v, int) else v)]
+
+
+class WifiStationSpec(_Model):
+    """A flow's station where it differs from the link's `tx_power`/`distance_m`."""
+
+    tx_power_dbm: PowerDbm | None = Field(None, alias="tx_power")
+    distance_m: Metres | None = None
+
+
+class WifiBackgroundSpec(_Model):
+    """`count` stations that only take airtime: Poisson frames offering `load` each."""
+
+    count: int = 1
+    load_bps: RateBps = Field(alias="load")
+    frame_bytes: SizeBytes = Field(1500, alias="frame_size")
+    tx_power_dbm: PowerDbm = Field(15.0, alias="tx_power")
+    distance_m: Metres = 10.0
+
+
+class WifiSpec(_Model):
+    """`[bottleneck.wifi]` / `[path.segments.wifi]`: the link is a Wi-Fi hop (docs/wifi.md).
+    The access point transmits the forward (data) direction, one station per flow the
+    return (ACK) direction, on one shared medium. The link's `rate` stays the nominal rate
+    a `"bdp"` queue is sized with; its `delay` is the propagation delay. Ranges are checked
+    by the core."""
+
+    standard: Literal["b", "a", "g", "n", "ac"]
+    band: Band
+    width_mhz: int = 20
+    streams: int = 1
+    short_gi: bool = False
+    retry_limit: int = 7
+    max_ampdu_mpdus: int | None = Field(None, alias="max_ampdu")
+    mcs: int | None = None
+    frame_errors: bool = True
+    noise_figure_db: float = 7.0
+    # a typical home router: 20 dBm (100 mW); laptops: 15 dBm (about 32 mW)
+    ap_tx_power_dbm: PowerDbm = Field(20.0, alias="ap_tx_power")
+    tx_power_dbm: PowerDbm = Field(15.0, alias="tx_power")
+    distance_m: Metres = 5.0
+    stations: list[WifiStationSpec] = Field(default_factory=list)
+    background: list[WifiBackgroundSpec] = Field(default_factory=list)
+
+    def normalized(self) -> dict[str, Any]:
+        """The core's `WifiConfig`."""
+        return {
+            "standard": self.standard,
+            "band": self.band,
+            "width_mhz": self.width_mhz,
+            "streams": self.streams,
+            "short_gi": self.short_gi,
+            "retry_limit": self.retry_limit,
+            "max_ampdu_mpdus": self.max_ampdu_mpdus,
+            "mcs": self.mcs,
+            "frame_errors": self.frame_errors,
+            "noise_figure_db": self.noise_figure_db,
+            "ap_tx_power_dbm": self.ap_tx_power_dbm,
+            "tx_power_dbm": self.tx_power_dbm,
+            "distance_m": self.distance_m,
+            "stations": [
+                {"tx_power_dbm": s.tx_power_dbm, "distance_m": s.distance_m} for s in self.stations
+            ],
+            "background": [
+                {
+                    "count": b.count,
+                    "load_bps": b.load_bps,
+                    "frame_bytes": b.frame_bytes,
+                    "tx_power_dbm": b.tx_power_dbm,
+                    "distance_m": b.distance_m,
+                }
+                for b in self.background
+            ],
+        }
+
+
 class LinkSpec(_Model):
     """A link (the dumbbell's bottleneck or a path segment) in both directions. The forward
     direction carries data from the server side to the client side; the return direction
@@ -445,6 +549,7 @@ class LinkSpec(_Model):
     return_delivery_trace: DeliveryTraceFile | None = None
     policer: PolicerSpec | None = None
     return_policer: PolicerSpec | None = None
+    wifi: WifiSpec | None = None
 
     def direction(self, forward: bool) -> Direction:
         """The forward (data) or return (ACK) direction with its defaults applied."""

@@ -135,10 +135,15 @@ def direction_json(direction: Direction, rtt_ns: int) -> dict[str, Any]:
 
 
 def link_json(link: LinkSpec, rtt_ns: int) -> dict[str, Any]:
-    return {
+    out = {
         "forward": direction_json(link.direction(True), rtt_ns),
         "reverse": direction_json(link.direction(False), rtt_ns),
     }
+    # only Wi-Fi links carry the key, so the normalized form (and hash) of the others is
+    # unchanged
+    if link.wifi is not None:
+        out["wifi"] = link.wifi.normalized()
+    return out
 
 
 def cca_param_entry(key: str, value: bool | int | float | str) -> tuple[str, int | float]:

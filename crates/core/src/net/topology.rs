@@ -12,6 +12,7 @@
 use crate::engine::rng::SimRng;
 use crate::engine::time::SimDuration;
 use crate::net::link::{stream_name, ErrorModel, Link, QueueLimit};
+use crate::net::wifi::WifiMedium;
 use crate::scenario::{AccessConfig, DirConfig, ScenarioConfig, SegmentConfig};
 use crate::tcp::connection::Side;
 
@@ -69,7 +70,15 @@ pub struct Topology {
     n_conns: u32,
     /// Routes of the cross-traffic sources, in scenario order.
     pub cross_routes: Vec<u32>,
+    /// Wi-Fi media (segments with `wifi`); their two links only carry what the medium
+    /// delivers (the pipeline to the far end) and its counters.
+    pub media: Vec<WifiMedium>,
+    /// Per link: the medium it belongs to (`NO_MEDIUM`: a wire).
+    pub medium_of: Vec<u32>,
 }
+
+/// `Topology::medium_of` of a wired link.
+pub const NO_MEDIUM: u32 = u32::MAX;
 
 fn dir_link(name: &str, d: &DirConfig, seed: u64) -> Link {
     Link::from_config(name, d, seed)
@@ -116,16 +125,34 @@ impl Topology {
         let k = segs.len();
         let mut links = Vec::with_capacity(2 * k + 4 * cfg.flows.len());
         let mut segments = Vec::with_capacity(k);
+        let mut media = Vec::new();
+        let mut medium_of = Vec::new();
         for s in &segs {
             let SegmentConfig {
                 name,
                 forward,
                 reverse,
+                wifi,
             } = s;
             let f = links.len() as u32;
             links.push(dir_link(&format!("{name}.forward"), forward, seed));
             links.push(dir_link(&format!("{name}.reverse"), reverse, seed));
             segments.push((name.clone(), f, f + 1));
+            let m = match wifi {
+                Some(w) => {
+                    media.push(WifiMedium::new(
+                        name,
+                        w,
+                        forward,
+                        reverse,
+                        cfg.flows.len(),
+                        seed,
+                    ));
+                    media.len() as u32 - 1
+                }
+                None => NO_MEDIUM,
+            };
+            medium_of.extend([m, m]);
         }
         for (i, f) in cfg.flows.iter().enumerate() {
             let a = f.access.unwrap_or(cfg.access);
@@ -139,6 +166,7 @@ impl Topology {
             links.push(access_link(format!("flow{i}.receiver_up"), &a, true, seed));
             links.push(access_link(format!("flow{i}.sender_down"), &a, false, seed));
         }
+        medium_of.resize(links.len(), NO_MEDIUM);
         let access = |flow: usize| (2 * k + 4 * flow) as u32;
         let pos = |e: Endpoint| match e {
             Endpoint::Server => 0,
@@ -219,7 +247,16 @@ impl Topology {
             routes,
             segments,
             n_conns: conns.len() as u32,
+            media,
+            medium_of,
         }
+    }
+
+    /// The segment whose links medium `m` carries.
+    pub fn medium_segment(&self, m: u32) -> usize {
+        (0..self.segments.len())
+            .find(|&s| self.medium_of[2 * s] == m)
+            .expect("a medium belongs to a segment")
     }
 
     /// Round-trip propagation delay of connection `conn` (no serialization, no queueing).

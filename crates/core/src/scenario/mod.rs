@@ -235,6 +235,99 @@ impl DirConfig {
 pub struct BottleneckConfig {
     pub forward: DirConfig,
     pub reverse: DirConfig,
+    /// A Wi-Fi hop instead of a wire (`net::wifi`): the forward direction is the access
+    /// point's downlink, the reverse the stations' uplink, sharing one medium.
+    #[serde(default)]
+    pub wifi: Option<WifiConfig>,
+}
+
+/// A Wi-Fi link (`net::wifi`): the access point on the server side, one station per flow
+/// on the client side, and optional background stations contending for the same channel.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct WifiConfig {
+    /// `"b" | "a" | "g" | "n" | "ac"`.
+    pub standard: String,
+    /// `"2.4" | "5"` (GHz).
+    pub band: String,
+    #[serde(default = "default_width")]
+    pub width_mhz: u32,
+    #[serde(default = "default_streams")]
+    pub streams: u32,
+    #[serde(default)]
+    pub short_gi: bool,
+    /// Transmission attempts of a frame before it is discarded (dot11ShortRetryLimit).
+    #[serde(default = "default_retry_limit")]
+    pub retry_limit: u32,
+    /// Most MPDUs per A-MPDU (n/ac; `None`: the BlockAck window, 64); 1 turns
+    /// aggregation off.
+    #[serde(default)]
+    pub max_ampdu_mpdus: Option<u32>,
+    /// Fixed rate index (MCS) for every transmitter instead of the SNR rate rule.
+    #[serde(default)]
+    pub mcs: Option<u32>,
+    /// Frame errors from the SNR; false: only collisions lose frames.
+    #[serde(default = "default_true")]
+    pub frame_errors: bool,
+    /// Receiver noise figure (dB).
+    #[serde(default = "default_noise_figure")]
+    pub noise_figure_db: f64,
+    pub ap_tx_power_dbm: f64,
+    /// Default transmit power and distance to the AP of the flows' stations.
+    pub tx_power_dbm: f64,
+    pub distance_m: f64,
+    /// Per-flow overrides (entry i: flow i's station).
+    #[serde(default)]
+    pub stations: Vec<StationConfig>,
+    /// Stations that only take airtime (neighbours, other clients).
+    #[serde(default)]
+    pub background: Vec<BackgroundConfig>,
+}
+
+/// A flow's station, where it differs from the link's defaults.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct StationConfig {
+    #[serde(default)]
+    pub tx_power_dbm: Option<f64>,
+    #[serde(default)]
+    pub distance_m: Option<f64>,
+}
+
+/// `count` background stations, each offering `load_bps` of `frame_bytes` frames (Poisson
+/// arrivals) to its own receiver at `distance_m`.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct BackgroundConfig {
+    #[serde(default = "default_count")]
+    pub count: u32,
+    pub load_bps: u64,
+    #[serde(default = "default_frame_bytes")]
+    pub frame_bytes: u32,
+    pub tx_power_dbm: f64,
+    pub distance_m: f64,
+}
+
+fn default_width() -> u32 {
+    20
+}
+fn default_streams() -> u32 {
+    1
+}
+fn default_retry_limit() -> u32 {
+    7
+}
+fn default_true() -> bool {
+    true
+}
+fn default_noise_figure() -> f64 {
+    7.0
+}
+fn default_count() -> u32 {
+    1
+}
+fn default_frame_bytes() -> u32 {
+    MTU_BYTES as u32
 }
 
 /// An access link (same in both directions, no loss, effectively unlimited queue).
@@ -388,6 +481,9 @@ pub struct SegmentConfig {
     pub name: String,
     pub forward: DirConfig,
     pub reverse: DirConfig,
+    /// A Wi-Fi hop (see `BottleneckConfig::wifi`).
+    #[serde(default)]
+    pub wifi: Option<WifiConfig>,
 }
 
 /// A chain of segments from the server side to the client side.
@@ -541,6 +637,7 @@ impl ScenarioConfig {
                     name: "bottleneck".into(),
                     forward: b.forward.clone(),
                     reverse: b.reverse.clone(),
+                    wifi: b.wifi.clone(),
                 }],
                 PepMode::None,
             ),

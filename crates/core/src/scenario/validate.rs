@@ -14,7 +14,8 @@ pub use crate::limits::{
     CBR_PACKET_BYTES, CROSS_PACKET_BYTES, INITIAL_WINDOW_PKTS, MAX_DELAY_NS, MAX_DURATION_NS,
     MAX_FILE_BYTES, MAX_FLOWS, MAX_INTERVALS, MAX_PEP_BUFFER_BYTES, MAX_RATE_BPS, MAX_RWND_BYTES,
     MAX_SEGMENTS, MAX_TRACE_LEN, MIN_INTERVAL_NS, MIN_PEP_BUFFER_SEGMENTS, MIN_QUEUE_BYTES,
-    MSS_BYTES, POLICER_BURST_BYTES,
+    MSS_BYTES, POLICER_BURST_BYTES, WIFI_BACKGROUND_MAX, WIFI_DISTANCE_M, WIFI_MSDU_MAX_BYTES,
+    WIFI_RETRY_LIMIT_MAX, WIFI_TX_POWER_DBM,
 };
 
 // --- range helpers --------------------------------------------------------------------
@@ -97,6 +98,9 @@ impl ScenarioConfig {
             (Some(b), None) => {
                 dir("bottleneck.forward", &b.forward)?;
                 dir("bottleneck.reverse", &b.reverse)?;
+                if let Some(w) = &b.wifi {
+                    wifi("bottleneck", w, [&b.forward, &b.reverse], self.flows.len())?;
+                }
             }
             (None, Some(p)) => path(p)?,
             _ => {
@@ -132,6 +136,17 @@ impl ScenarioConfig {
 
 /// A cross-traffic source: its rates, packet size and laws, on a segment that exists.
 fn cross(p: &str, c: &CrossConfig, segs: &[SegmentConfig]) -> Result<(), ConfigError> {
+    // a cross source has no station on a Wi-Fi medium; neighbours' load is `wifi.background`
+    if let Some(s) = segs.iter().find(|s| s.wifi.is_some()) {
+        return Err(ConfigError::new(
+            p,
+            format_args!(
+                "cross traffic is not modelled with a Wi-Fi segment ({:?}); allowed: the Wi-Fi \
+                 link's `background` stations for other traffic on the medium",
+                s.name
+            ),
+        ));
+    }
     if let (Some(name), _) = c.place() {
         if !segs.iter().any(|s| s.name == name) {
             let names: Vec<&str> = segs.iter().map(|s| s.name.as_str()).collect();
@@ -300,6 +315,15 @@ fn path(p: &PathConfig) -> Result<(), ConfigError> {
         }
         dir(&format!("path.segments[{i}].forward"), &s.forward)?;
         dir(&format!("path.segments[{i}].reverse"), &s.reverse)?;
+        if let Some(w) = &s.wifi {
+            // the flows are not known here: the station list is checked against them later
+            wifi(
+                &format!("path.segments[{i}]"),
+                w,
+                [&s.forward, &s.reverse],
+                usize::MAX,
+            )?;
+        }
     }
     let sat = satellite_segment(&p.segments);
     match p.pep {
@@ -320,6 +344,96 @@ fn path(p: &PathConfig) -> Result<(), ConfigError> {
 }
 
 // --- one link direction (also the emulator's check) -------------------------------------
+
+/// Check the Wi-Fi hop of link `p` (its directions `dirs`; `n_flows` stations).
+fn wifi(p: &str, w: &WifiConfig, dirs: [&DirConfig; 2], n_flows: usize) -> Result<(), ConfigError> {
+    use crate::net::wifi::phy::{Phy, Standard};
+    let f = |k: &str| format!("{p}.wifi.{k}");
+    let Some(standard) = Standard::parse(&w.standard) else {
+        return Err(ConfigError::new(
+            &f("standard"),
+            format_args!(
+                "{:?} is not one of \"b\", \"a\", \"g\", \"n\", \"ac\"",
+                w.standard
+            ),
+        ));
+    };
+    let Some(band) = crate::net::wifi::parse_band(&w.band) else {
+        return Err(ConfigError::new(
+            &f("band"),
+            format_args!("{:?} is not one of \"2.4\", \"5\" (GHz)", w.band),
+        ));
+    };
+    Phy::check(standard, band, w.width_mhz, w.streams)
+        .map_err(|e| ConfigError::new(&f("standard"), format_args!("802.11{}: {e}", w.standard)))?;
+    let phy = Phy::new(standard, band, w.width_mhz, w.streams, w.short_gi);
+    in_range(&f("retry_limit"), w.retry_limit, 1, WIFI_RETRY_LIMIT_MAX)?;
+    if let Some(m) = w.max_ampdu_mpdus {
+        in_range(
+            &f("max_ampdu_mpdus"),
+            m,
+            1,
+            crate::net::wifi::phy::BA_WINDOW_MPDUS,
+        )?;
+    }
+    if let Some(m) = w.mcs {
+        in_range(&f("mcs"), m, 0, phy.modes().len() as u32 - 1)?;
+    }
+    in_range(&f("noise_figure_db"), w.noise_figure_db, 0.0, 30.0)?;
+    let power = |k: &str, v: f64| in_range(&f(k), v, WIFI_TX_POWER_DBM.0, WIFI_TX_POWER_DBM.1);
+    let distance = |k: &str, v: f64| in_range(&f(k), v, WIFI_DISTANCE_M.0, WIFI_DISTANCE_M.1);
+    power("ap_tx_power_dbm", w.ap_tx_power_dbm)?;
+    power("tx_power_dbm", w.tx_power_dbm)?;
+    distance("distance_m", w.distance_m)?;
+    if n_flows != usize::MAX && w.stations.len() > n_flows {
+        return Err(ConfigError::new(
+            &f("stations"),
+            format_args!(
+                "{} stations for {n_flows} flows; one per flow at most",
+                w.stations.len()
+            ),
+        ));
+    }
+    for (i, s) in w.stations.iter().enumerate() {
+        if let Some(v) = s.tx_power_dbm {
+            power(&format!("stations[{i}].tx_power_dbm"), v)?;
+        }
+        if let Some(v) = s.distance_m {
+            distance(&format!("stations[{i}].distance_m"), v)?;
+        }
+    }
+    for (i, b) in w.background.iter().enumerate() {
+        let k = |x: &str| format!("background[{i}].{x}");
+        in_range(&f(&k("count")), b.count, 1, WIFI_BACKGROUND_MAX)?;
+        rate(&f(&k("load_bps")), b.load_bps)?;
+        in_range(
+            &f(&k("frame_bytes")),
+            b.frame_bytes,
+            64,
+            WIFI_MSDU_MAX_BYTES,
+        )?;
+        power(&k("tx_power_dbm"), b.tx_power_dbm)?;
+        distance(&k("distance_m"), b.distance_m)?;
+    }
+    for (d, name) in dirs.iter().zip(["forward", "reverse"]) {
+        let plain = d.queue.kind == "droptail"
+            && d.per == 0.0
+            && d.ber == 0.0
+            && d.loss.is_none()
+            && d.outages.is_empty()
+            && d.rate_trace.is_none()
+            && d.delivery_trace.is_none()
+            && d.policer.is_none()
+            && d.ecn_threshold_pkts.is_none();
+        if !plain {
+            return Err(ConfigError::new(
+                &format!("{p}.{name}"),
+                "a Wi-Fi link takes only a DropTail queue (losses come from its radio model; no traces, outages, policer or ECN threshold)",
+            ));
+        }
+    }
+    Ok(())
+}
 
 /// Check one link direction named `p` (e.g. `bottleneck.forward`).
 pub fn dir(p: &str, d: &DirConfig) -> Result<(), ConfigError> {

@@ -18,7 +18,8 @@ use crate::engine::event::EventQueue;
 use crate::engine::time::{SimDuration, SimTime};
 use crate::net::link::{Admission, LinkOutput};
 use crate::net::packet::{flags as pflags, Packet, PacketKind, PacketPool};
-use crate::net::topology::{Dest, Topology};
+use crate::net::topology::{Dest, Topology, NO_MEDIUM};
+use crate::net::wifi::WifiOutput;
 use crate::scenario::{ConfigError, ScenarioConfig};
 use crate::tcp::connection::{Connection, Side, TimerSlot};
 use crate::tcp::ns2;
@@ -35,6 +36,8 @@ pub enum Event {
     LinkDeliver { link: u32 },
     /// An event-driven link's transmitter is free: dequeue (`Link::on_wake`).
     LinkWake { link: u32 },
+    /// A Wi-Fi medium's next channel access or background arrival (`WifiMedium::on_wake`).
+    WifiWake { medium: u32 },
     /// A timer of an endpoint of connection `conn`.
     Timer {
         conn: u32,
@@ -92,6 +95,8 @@ pub struct Simulation {
     out: Vec<Packet>,
     /// Scratch buffer for `Link::on_wake`.
     link_out: Vec<LinkOutput>,
+    /// Scratch buffer for `WifiMedium::on_wake`.
+    wifi_out: Vec<WifiOutput>,
     pub series: SeriesRecorder,
     pub counters: PacketCounters,
     finished: bool,
@@ -135,6 +140,13 @@ impl Simulation {
             }
         }
         let series = SeriesRecorder::new(plan.flows.len(), interval, series);
+        let mut topo = topo;
+        // Background stations of Wi-Fi media transmit from the start.
+        for (m, medium) in topo.media.iter_mut().enumerate() {
+            if let Some(t) = medium.arm_wakeup() {
+                queue.schedule(t, Event::WifiWake { medium: m as u32 });
+            }
+        }
         Ok(Simulation {
             cfg,
             queue,
@@ -147,6 +159,7 @@ impl Simulation {
             end,
             out: Vec::with_capacity(64),
             link_out: Vec::new(),
+            wifi_out: Vec::new(),
             series,
             counters: PacketCounters::default(),
             finished: false,
@@ -241,6 +254,7 @@ impl Simulation {
         match ev {
             Event::LinkDeliver { link } => self.link_deliver(now, link),
             Event::LinkWake { link } => self.link_wake(now, link),
+            Event::WifiWake { medium } => self.wifi_wake(now, medium),
             Event::Timer { conn, side, slot } => self.timer(now, conn, side, slot),
             Event::FlowStart { flow } => self.start_flow(now, flow),
             Event::UdpSend { flow } => self.udp_send(now, flow),
@@ -382,6 +396,10 @@ impl Simulation {
         if let Some(t) = self.tracer.as_deref_mut() {
             t.ingress(now, link_id, idx, &self.pool);
         }
+        if !self.topo.media.is_empty() && self.topo.medium_of[link_id as usize] != NO_MEDIUM {
+            self.wifi_offer(now, link_id, idx, wire);
+            return;
+        }
         let link = &mut self.topo.links[link_id as usize];
         match link.offer(now, idx, wire, ect) {
             Admission::Arrives { at, ce } => {
@@ -427,6 +445,66 @@ impl Simulation {
             self.queue.schedule(t, Event::LinkWake { link: link_id });
         }
         self.link_out = outs;
+    }
+
+    /// Offer packet `idx` to the Wi-Fi medium of `link_id`: the forward link is the AP's
+    /// downlink to the packet's flow's station, the reverse link that station's uplink.
+    fn wifi_offer(&mut self, now: SimTime, link_id: u32, idx: u32, wire: u32) {
+        let m = self.topo.medium_of[link_id as usize];
+        let forward = link_id.is_multiple_of(2);
+        let station = self.pool.get(idx).flow as usize;
+        let medium = &mut self.topo.media[m as usize];
+        if medium.enqueue(now, forward, station, idx, wire) {
+            let link = &mut self.topo.links[link_id as usize];
+            link.stats.packets_tx += 1;
+            link.stats.bytes_tx += wire as u64;
+            self.wifi_queue_stats(now, m);
+            if let Some(t) = self.topo.media[m as usize].arm_wakeup() {
+                self.queue.schedule(t, Event::WifiWake { medium: m });
+            }
+        } else {
+            self.topo.links[link_id as usize].stats.queue_drops += 1;
+            self.drop_packet(idx);
+        }
+    }
+
+    /// The queue statistics of a medium's two links follow its AP and station backlogs.
+    fn wifi_queue_stats(&mut self, now: SimTime, m: u32) {
+        let (_, f, r) = self.topo.segments[self.topo.medium_segment(m)];
+        for (link, forward) in [(f, true), (r, false)] {
+            let (pkts, bytes) = self.topo.media[m as usize].backlog(forward);
+            let s = &mut self.topo.links[link as usize].stats;
+            s.q_pkts.set(now.ns(), pkts);
+            s.q_bytes.set(now.ns(), bytes);
+        }
+    }
+
+    /// A Wi-Fi medium's channel access: deliver what got through, free what was dropped.
+    fn wifi_wake(&mut self, now: SimTime, m: u32) {
+        let mut outs = std::mem::take(&mut self.wifi_out);
+        self.topo.media[m as usize].on_wake(now, &mut outs);
+        let (_, f, r) = self.topo.segments[self.topo.medium_segment(m)];
+        for o in outs.drain(..) {
+            match o {
+                WifiOutput::Deliver { forward, pkt, at } => {
+                    let link_id = if forward { f } else { r };
+                    if self.topo.links[link_id as usize].push(at, pkt) {
+                        self.queue
+                            .schedule(at, Event::LinkDeliver { link: link_id });
+                    }
+                }
+                WifiOutput::Dropped { forward, pkt } => {
+                    let link_id = if forward { f } else { r };
+                    self.topo.links[link_id as usize].stats.error_drops += 1;
+                    self.drop_packet(pkt);
+                }
+            }
+        }
+        self.wifi_out = outs;
+        self.wifi_queue_stats(now, m);
+        if let Some(t) = self.topo.media[m as usize].arm_wakeup() {
+            self.queue.schedule(t, Event::WifiWake { medium: m });
+        }
     }
 
     /// A link dropped packet `idx`: free it, and count it against its UDP flow or
@@ -515,10 +593,18 @@ impl Simulation {
 
     /// Packets still on links at the end (for conservation accounting).
     pub fn packets_on_links(&self) -> u64 {
-        self.topo
+        let wired: u64 = self
+            .topo
             .links
             .iter()
             .map(|l| l.in_flight().count() as u64)
-            .sum()
+            .sum();
+        let wifi: u64 = self
+            .topo
+            .media
+            .iter()
+            .map(|m| m.in_flight().count() as u64)
+            .sum();
+        wired + wifi
     }
 }

@@ -75,6 +75,7 @@ impl Spec {
             bottleneck: Some(BottleneckConfig {
                 forward: dir(self.rate_bps, self.per),
                 reverse: dir(self.return_rate_bps, 0.0),
+                wifi: None,
             }),
             path: None,
             access: AccessConfig {

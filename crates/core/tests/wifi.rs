@@ -1,0 +1,74 @@
+//! Whole runs over a Wi-Fi bottleneck against the airtime calculation from the standard's
+//! timings (IEEE 802.11-2016, 802.11a at 54 Mbit/s in 5 GHz): DIFS 34 µs, mean backoff
+//! 7.5 slots of 9 µs, a 1500 B IP packet in 57 OFDM symbols (20 + 228 µs), SIFS 16 µs and
+//! an ACK at 24 Mbit/s (28 µs): 393.5 µs per data frame.
+use tcplab_core::api;
+use tcplab_core::scenario::ScenarioConfig;
+
+fn scenario(flows: &str, duration_s: u64) -> ScenarioConfig {
+    let dir = r#"{"rate_bps": 54000000, "delay_ns": 0, "queue": {"limit_pkts": 1000}}"#;
+    let text = format!(
+        r#"{{"duration_ns": {d}, "seed": 3,
+            "bottleneck": {{"forward": {dir}, "reverse": {dir},
+              "wifi": {{"standard": "a", "band": "5", "mcs": 7, "frame_errors": false,
+                        "ap_tx_power_dbm": 20, "tx_power_dbm": 20, "distance_m": 5}}}},
+            "access": {{"rate_bps": 1000000000, "delay_ns": 1000000}},
+            "flows": [{flows}]}}"#,
+        d = duration_s * 1_000_000_000
+    );
+    ScenarioConfig::from_json(&text).expect("valid scenario")
+}
+
+const DATA_FRAME_US: f64 = 34.0 + 7.5 * 9.0 + 248.0 + 16.0 + 28.0;
+
+#[test]
+fn udp_goodput_of_one_station_matches_the_airtime_calculation() {
+    // 1472 B of UDP payload per 1500 B IP packet, one packet per 393.5 µs: 29.93 Mbit/s.
+    let r = api::run(scenario(
+        r#"{"cca": "reno", "app": {"kind": "cbr", "rate_bps": 40000000, "packet_bytes": 1472}}"#,
+        5,
+    ))
+    .unwrap();
+    let theory = 1472.0 * 8.0 / DATA_FRAME_US * 1e6;
+    let got = r.flows[0].goodput_bps;
+    eprintln!("UDP over 802.11a 54 Mbit/s: model {got:.0}, airtime {theory:.0}");
+    assert!((got / theory - 1.0).abs() < 0.05, "{got} vs {theory}");
+    let w = &r.wifi[0];
+    assert_eq!(w.stations[0].name, "ap");
+    // Airtime counts the exchanges (DATA + SIFS + ACK = 292 µs), not the idle DIFS and
+    // backoff between them: 292 / 393.5 of the run.
+    let share = w.stations[0].airtime_ratio;
+    assert!(
+        (share / (292.0 / DATA_FRAME_US) - 1.0).abs() < 0.02,
+        "{share}"
+    );
+}
+
+#[test]
+fn tcp_goodput_of_one_station_matches_the_airtime_calculation() {
+    // Delayed ACKs: two 1448 B segments (1500 B IP) per 52 B TCP ACK from the station,
+    // which contends like any frame: DIFS + 7.5 slots + 36 µs (4 symbols) + SIFS + ACK
+    // = 181.5 µs. Two segments per 2·393.5 + 181.5 µs: 23.92 Mbit/s.
+    let r = api::run(scenario(r#"{"cca": "cubic", "app": {"kind": "bulk"}}"#, 8)).unwrap();
+    let theory =
+        2.0 * 1448.0 * 8.0 / (2.0 * DATA_FRAME_US + 34.0 + 67.5 + 36.0 + 16.0 + 28.0) * 1e6;
+    let got = r.flows[0].goodput_bps;
+    eprintln!("TCP over 802.11a 54 Mbit/s: model {got:.0}, airtime {theory:.0}");
+    assert!((got / theory - 1.0).abs() < 0.05, "{got} vs {theory}");
+    // The station's ACKs took airtime and sometimes collided with the AP.
+    let st = &r.wifi[0].stations[1];
+    assert!(st.airtime_ratio > 0.05 && st.ppdus > 1000, "{st:?}");
+}
+
+#[test]
+fn wifi_runs_are_deterministic() {
+    let run = || {
+        let mut c = scenario(r#"{"cca": "bbr", "app": {"kind": "bulk"}}"#, 2);
+        if let Some(b) = c.bottleneck.as_mut() {
+            let w = b.wifi.as_mut().unwrap();
+            (w.standard, w.mcs, w.frame_errors, w.distance_m) = ("ac".into(), None, true, 25.0);
+        }
+        serde_json::to_string(&api::run(c).unwrap()).unwrap()
+    };
+    assert_eq!(run(), run());
+}

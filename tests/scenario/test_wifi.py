@@ -1,0 +1,67 @@
+"""Wi-Fi links in scenario files: the `wifi` table, its units, the core's range checks and
+the real-stack refusal."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import run_cli
+from tcplab import ScenarioError, load_scenario
+from tcplab.realstack.emulate import emulate_normalized
+from tcplab.scenario.normalize import normalize
+
+
+def wifi(**table: Any) -> dict[str, Any]:
+    return {
+        "name": "w",
+        "duration": "2s",
+        "bottleneck": {
+            "rate": "54Mbps",
+            "delay": "10us",
+            "queue": "100pkts",
+            "wifi": {"standard": "g", "band": "2.4GHz", **table},
+        },
+        "access": {"rate": "1Gbps", "delay": "1ms"},
+        "flows": [{"cca": "cubic"}, {"cca": "cubic"}],
+    }
+
+
+def norm(raw: dict[str, Any]) -> dict[str, Any]:
+    return normalize(load_scenario(raw, [], catalogue=()))
+
+
+def test_powers_in_mw_become_dbm_and_the_band_its_core_name() -> None:
+    n = norm(wifi(tx_power="20mW", ap_tx_power="0.1W", stations=[{"tx_power": "5dBm"}]))
+    w = n["bottleneck"]["wifi"]
+    # 10·log10(20) = 13.0103 dBm; 0.1 W = 100 mW = 20 dBm
+    assert math.isclose(w["tx_power_dbm"], 13.0103, abs_tol=1e-4)
+    assert w["ap_tx_power_dbm"] == 20.0
+    assert w["stations"] == [{"tx_power_dbm": 5.0, "distance_m": None}]
+    assert w["band"] == "2.4"
+
+
+def test_a_wired_link_has_no_wifi_key() -> None:
+    raw = wifi()
+    del raw["bottleneck"]["wifi"]
+    assert "wifi" not in norm(raw)["bottleneck"]
+
+
+def test_an_ac_link_in_24_ghz_is_refused_by_the_core(tmp_path: Path) -> None:
+    path = tmp_path / "w.toml"
+    path.write_text(
+        'name = "w"\nduration = "2s"\n[bottleneck]\nrate = "54Mbps"\ndelay = "10us"\n'
+        '[bottleneck.wifi]\nstandard = "ac"\nband = "2.4GHz"\nwidth_mhz = 80\n'
+        '[[flows]]\ncca = "cubic"\n'
+    )
+    proc = run_cli("run", str(path))
+    assert proc.returncode == 2, proc.stderr
+    line = proc.stderr.strip().splitlines()[-1]
+    assert "bottleneck.wifi.standard" in line and "2.4" in line, line
+
+
+def test_emulate_refuses_wifi_in_one_line() -> None:
+    with pytest.raises(ScenarioError, match=r"^bottleneck\.wifi: a Wi-Fi link exists only"):
+        emulate_normalized(norm(wifi()))
