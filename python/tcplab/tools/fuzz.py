@@ -450,26 +450,38 @@ def _run_subprocess(argv: list[str], cwd: Path) -> Outcome:
 
 def _too_costly(case: Case, cwd: Path) -> bool:
     """Whether the case's scenario (valid or not) would take long to simulate."""
-    from ..errors import Problem, ScenarioError
+    from ..errors import ScenarioError
     from ..scenario.load import load_scenario
     from ..scenario.normalize import normalize
-    from ..units import parse_duration_ns
 
     try:
-        normalized = normalize(load_scenario(cwd / "case.toml"))
+        if case.argv[:1] == ["sweep"]:
+            from ..study.grid import load_study
+
+            study = load_study(cwd / "case.toml")
+            if study.n_runs > 16:
+                return True
+            # every grid point: an axis may lengthen the run or speed up the link
+            points = [spec.normalized for spec in study.runs()]
+        else:
+            points = [normalize(load_scenario(cwd / "case.toml"))]
     except (ScenarioError, ValueError, TypeError, KeyError, RecursionError):
         return False  # an invalid base: the command must say so (cheaply)
+    return any(_point_too_costly(case, normalized, len(points)) for normalized in points)
+
+
+def _point_too_costly(case: Case, normalized: dict[str, Any], runs: int) -> bool:
+    from ..errors import Problem
+    from ..units import parse_duration_ns
+
     seconds = normalized["duration_ns"] / 1e9
     flows = len(normalized.get("flows", ()))
-    runs = 1
     if "--duration" in case.argv:
         given = case.argv[case.argv.index("--duration") + 1 :][:1]
         try:
             seconds = max(seconds, parse_duration_ns(given[0]) / 1e9)
         except (Problem, IndexError):
             pass  # refused before anything runs
-    if case.argv[:1] == ["sweep"]:
-        runs = 4
     bits = _busiest_bps(normalized) * seconds * max(flows, 1) * runs
     return bits > RUN_BUDGET_BITS or flows > RUN_BUDGET_FLOWS or seconds > RUN_BUDGET_S
 
