@@ -41,8 +41,9 @@ RESULT_KEYS: Final = (
     *("name", "seed", "duration_ns", "events", "core_version", "model_version"),
     *("flows", "links", "series"),
 )
-#: present only when the scenario has a Wi-Fi link
-RESULT_OPTIONAL_KEYS: Final = ("wifi",)
+#: result keys the core leaves out when empty: `wifi` (the scenario has no Wi-Fi link),
+#: `cross` (it has no cross traffic)
+RESULT_OPTIONAL_KEYS: Final = ("wifi", "cross")
 WIFI_KEYS: Final = ("name", "standard", "mode_rates_bps", "stations")
 WIFI_STATION_KEYS: Final = (
     *("name", "airtime_ratio", "ppdus", "collisions", "mpdus", "retries", "delivered"),
@@ -72,8 +73,6 @@ LINK_KEYS: Final = (
     *("error_drops", "ecn_marks", "outage_drops", "aqm_drops", "queue_mean_pkts"),
     *("queue_max_pkts", "queue_mean_bytes", "queue_max_bytes"),
 )
-#: result keys the core leaves out when empty (`cross`: the scenario has no cross traffic)
-RESULT_OPTIONAL_KEYS: Final = ("cross",)
 #: a run with cross traffic has `cross`, a list of these (left out when there is none)
 CROSS_KEYS: Final = (
     *("id", "kind", "link", "bursts", "bytes_offered", "packets_sent", "bytes_sent"),
