@@ -185,3 +185,52 @@ def recorded(name: str) -> tuple[dict[str, Any], Any, list[Any], dict[str, Any]]
         for f, c, flow_peps in zip(plan.flows, data["clients"], peps, strict=True)
     ]
     return data["normalized"], plan, runs, data["emu"]
+
+
+#: The first results-database schema (tcplab before study revisions): old files to upgrade.
+V1_SCHEMA = """
+CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR);
+CREATE TABLE studies (
+    name VARCHAR PRIMARY KEY, description VARCHAR, text VARCHAR, created TIMESTAMP);
+CREATE TABLE runs (
+    scenario_hash VARCHAR NOT NULL, seed UBIGINT NOT NULL,
+    scenario_json VARCHAR, tcplab_version VARCHAR, core_version VARCHAR, created TIMESTAMP,
+    wall_s DOUBLE, events UBIGINT, duration_s DOUBLE, n_flows INTEGER,
+    rate_bps DOUBLE, return_rate_bps DOUBLE, base_rtt_ms DOUBLE, per DOUBLE, mss_bytes INTEGER,
+    goodput_bps DOUBLE, mean_flow_goodput_bps DOUBLE, throughput_bps DOUBLE,
+    rtt_mean_ms DOUBLE, rtt_p95_ms DOUBLE, retransmits UBIGINT, rto_count UBIGINT,
+    jain_fairness DOUBLE, minmax_ratio DOUBLE, utilization DOUBLE, goodput_utilization DOUBLE,
+    queue_drops UBIGINT, error_drops UBIGINT, ecn_marks UBIGINT, queue_mean_pkts DOUBLE,
+    completion_s DOUBLE, series_file VARCHAR,
+    PRIMARY KEY (scenario_hash, seed));
+CREATE TABLE study_runs (
+    study VARCHAR NOT NULL, scenario_hash VARCHAR NOT NULL, seed UBIGINT NOT NULL,
+    variant VARCHAR, params_json VARCHAR,
+    PRIMARY KEY (study, scenario_hash, seed));
+CREATE TABLE flows (
+    scenario_hash VARCHAR NOT NULL, seed UBIGINT NOT NULL, flow_id INTEGER NOT NULL,
+    cca VARCHAR, start_s DOUBLE, goodput_bps DOUBLE, throughput_bps DOUBLE,
+    bytes_delivered UBIGINT, retransmits UBIGINT, rto_count UBIGINT,
+    rtt_mean_ms DOUBLE, rtt_min_ms DOUBLE, rtt_p50_ms DOUBLE, rtt_p95_ms DOUBLE,
+    completion_s DOUBLE,
+    PRIMARY KEY (scenario_hash, seed, flow_id));
+CREATE TABLE links (
+    scenario_hash VARCHAR NOT NULL, seed UBIGINT NOT NULL, name VARCHAR NOT NULL,
+    rate_bps DOUBLE, utilization DOUBLE, queue_drops UBIGINT, error_drops UBIGINT,
+    ecn_marks UBIGINT, queue_mean_pkts DOUBLE, queue_max_pkts UBIGINT,
+    PRIMARY KEY (scenario_hash, seed, name));
+INSERT INTO meta VALUES ('schema_version', '1'), ('created_by', 'tcplab 0.1.0');
+INSERT INTO studies VALUES ('old', 'an old study', 'name = "old"', '2024-01-01 00:00:00');
+INSERT INTO study_runs VALUES ('old', 'aaaa', 1, '', '{"bottleneck.per": 0.001}');
+INSERT INTO study_runs VALUES ('old', 'bbbb', 1, '', '{"bottleneck.per": 0.01}');
+INSERT INTO runs (scenario_hash, seed, n_flows, duration_s, rate_bps, goodput_bps,
+    throughput_bps, jain_fairness, series_file)
+    VALUES ('aaaa', 1, 2, 30.0, 4000000.0, 3000000.0, 3100000.0, 0.8, 'aaaa-1.parquet'),
+           ('bbbb', 1, 1, 30.0, 4000000.0, 2500000.0, 2600000.0, 1.0, 'bbbb-1.parquet');
+INSERT INTO flows (scenario_hash, seed, flow_id, cca, start_s, goodput_bps, bytes_delivered)
+    VALUES ('aaaa', 1, 0, 'reno', 0.0, 2000000.0, 7500000),
+           ('aaaa', 1, 1, 'cubic', 10.0, 1000000.0, 2500000),
+           ('bbbb', 1, 0, 'reno', 0.0, 2500000.0, NULL);
+INSERT INTO links (scenario_hash, seed, name, queue_drops)
+    VALUES ('aaaa', 1, 'bottleneck.forward', 4);
+"""

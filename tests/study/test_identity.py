@@ -185,7 +185,7 @@ def test_runs_of_another_model_version_are_not_already_stored(tmp_path: Path) ->
 
 
 def test_old_database_is_upgraded_and_its_runs_never_count_as_stored(tmp_path: Path) -> None:
-    from test_mixed_results import V1_SCHEMA
+    from conftest import V1_SCHEMA
 
     st = study_from_dict(
         {
