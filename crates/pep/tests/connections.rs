@@ -11,24 +11,6 @@ use common::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-/// Echo server: each connection gets its bytes back; its FIN is answered with a FIN.
-async fn echo_server() -> std::net::SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = l.local_addr().unwrap();
-    tokio::spawn(async move {
-        loop {
-            let Ok((s, _)) = l.accept().await else { return };
-            tokio::spawn(async move {
-                let (mut r, mut w) = s.into_split();
-                if tokio::io::copy(&mut r, &mut w).await.is_ok() {
-                    let _ = w.shutdown().await;
-                }
-            });
-        }
-    });
-    addr
-}
-
 /// The client half-closes after 1 MiB; the server reads the FIN, then sends 32 MiB back over
 /// the still-open direction. Then the mirror image: the server half-closes first.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -17,24 +17,6 @@ use tokio::net::{TcpListener, TcpStream};
 /// Connections held open at once: 1,400 sockets in the proxy, beyond a soft limit of 1,024.
 const HELD: usize = 700;
 
-/// Echo server: each connection gets its bytes back; its FIN is answered with a FIN.
-async fn echo_server() -> std::net::SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = l.local_addr().unwrap();
-    tokio::spawn(async move {
-        loop {
-            let Ok((s, _)) = l.accept().await else { return };
-            tokio::spawn(async move {
-                let (mut r, mut w) = s.into_split();
-                if tokio::io::copy(&mut r, &mut w).await.is_ok() {
-                    let _ = w.shutdown().await;
-                }
-            });
-        }
-    });
-    addr
-}
-
 /// This test process holds both ends of every connection (client and echo server): give it
 /// the descriptors for that, whatever its own soft limit.
 fn raise_own_nofile() {

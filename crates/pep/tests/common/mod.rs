@@ -359,3 +359,21 @@ pub fn available_ccas() -> Vec<String> {
 pub fn mib_per_s(bytes: u64, d: Duration) -> f64 {
     bytes as f64 / (1 << 20) as f64 / d.as_secs_f64()
 }
+
+/// Echo server: each connection gets its bytes back; its FIN is answered with a FIN.
+pub async fn echo_server() -> std::net::SocketAddr {
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((s, _)) = l.accept().await else { return };
+            tokio::spawn(async move {
+                let (mut r, mut w) = s.into_split();
+                if tokio::io::copy(&mut r, &mut w).await.is_ok() {
+                    let _ = tokio::io::AsyncWriteExt::shutdown(&mut w).await;
+                }
+            });
+        }
+    });
+    addr
+}
