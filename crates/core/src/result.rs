@@ -1,6 +1,7 @@
 //! The result of a run: per flow (and per leg of a flow split by PEPs), per link direction
 //! and per interval, as the result JSON carries it (`docs/interface.md`). The emulator's
 //! report uses `LinkResult` too, so a link's counters have one shape whoever measured them.
+use crate::app::cross::CrossCounters;
 use crate::app::udp::{UdpSink, UdpSource};
 use crate::engine::stats::LogHistogram;
 use crate::net::link::Link;
@@ -214,15 +215,9 @@ pub struct CrossResult {
     pub kind: &'static str,
     /// The link direction it crossed (`<segment>.forward` or `.reverse`).
     pub link: String,
-    /// Bursts (flows, on periods) started.
-    pub bursts: u64,
-    pub bytes_offered: u64,
-    pub packets_sent: u64,
-    /// Wire bytes put on the link.
-    pub bytes_sent: u64,
-    pub packets_delivered: u64,
-    pub bytes_delivered: u64,
-    pub packets_dropped: u64,
+    /// What the source offered and what its link carried and dropped.
+    #[serde(flatten)]
+    pub counters: CrossCounters,
     /// `bytes_sent` × 8 over the run's duration: the load it realised.
     pub sent_bps: f64,
     /// `bytes_delivered` × 8 over the run's duration.
@@ -516,13 +511,7 @@ fn cross_result(sim: &Simulation) -> Vec<CrossResult> {
                 id: src.index,
                 kind: cfg.kind_name(),
                 link: sim.topo.links[link as usize].name.clone(),
-                bursts: c.bursts,
-                bytes_offered: c.bytes_offered,
-                packets_sent: c.packets_sent,
-                bytes_sent: c.bytes_sent,
-                packets_delivered: c.packets_delivered,
-                bytes_delivered: c.bytes_delivered,
-                packets_dropped: c.packets_dropped,
+                counters: c.clone(),
                 sent_bps: c.bytes_sent as f64 * 8.0 / secs,
                 delivered_bps: c.bytes_delivered as f64 * 8.0 / secs,
             }

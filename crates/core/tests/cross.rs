@@ -54,10 +54,10 @@ fn tcp_gets_the_capacity_the_cross_traffic_leaves() {
     // sqrt(2.72 / 1500) = 4.3 %, so the realised load is within 3 sd = 13 % (the unit
     // tests check the mean closely over longer runs)
     assert!((c.sent_bps / 3e6 - 1.0).abs() < 0.13, "{}", c.sent_bps);
-    assert!(c.bytes_sent <= c.bytes_offered);
+    assert!(c.counters.bytes_sent <= c.counters.bytes_offered);
     // whatever it lost to the queue, the rest arrived (nothing is left but in flight)
-    assert!(c.packets_delivered + c.packets_dropped <= c.packets_sent);
-    assert!(c.packets_sent - c.packets_delivered - c.packets_dropped < 10);
+    assert!(c.counters.packets_delivered + c.counters.packets_dropped <= c.counters.packets_sent);
+    assert!(c.counters.packets_sent - c.counters.packets_delivered - c.counters.packets_dropped < 10);
     let left_bps = (10e6 - c.delivered_bps) * 1448.0 / 1500.0;
     let tcp = r.flows[0].goodput_bps;
     assert!(tcp <= left_bps * 1.002, "{tcp} > {left_bps}");
@@ -98,9 +98,9 @@ fn packets_are_conserved_and_runs_repeat() {
     assert_conservation(&sim);
     let a = tcplab_core::result::summarize(&sim);
     let b = run_config(cfg);
-    assert_eq!(a.cross[1].bytes_sent, b.cross[1].bytes_sent);
+    assert_eq!(a.cross[1].counters.bytes_sent, b.cross[1].counters.bytes_sent);
     assert_eq!(a.flows[0].bytes_delivered, b.flows[0].bytes_delivered);
-    assert!(a.cross[1].bursts > 0);
+    assert!(a.cross[1].counters.bursts > 0);
 }
 
 #[test]

@@ -21,6 +21,7 @@ use crate::engine::rng::SimRng;
 use crate::engine::time::SimTime;
 use crate::net::packet::{Packet, PacketKind};
 use crate::scenario::{CrossConfig, DistConfig};
+use serde::Serialize;
 use std::collections::BTreeMap;
 
 const NS_PER_S: f64 = 1e9;
@@ -97,7 +98,7 @@ enum Arrivals {
 }
 
 /// Counters of one cross-traffic source.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct CrossCounters {
     /// Bursts (flows, on periods) started.
     pub bursts: u64,
