@@ -99,8 +99,11 @@ lint: build
 	$(BIN)/python -m mypy.stubtest tcplab._core
 
 # tests/dist installs dist/'s wheel into a fresh virtualenv: `dist` is part of the chain
+# The simulator's tests spread over two workers; the real emulations then run alone, as they
+# time the kernel's TCP on the wall clock.
 test-py: build system-deps dist
-	$(BIN)/pytest -q -rs
+	$(BIN)/pytest -q -rs -n 2 -m "not slow and not real_time"
+	$(BIN)/pytest -q -rs -m "real_time and not slow"
 
 # The sdist and a portable wheel (manylinux2014, with the real-stack binaries, the examples and
 # the build's commit) in dist/, packed from what `make build` compiled; see packaging/dist.py.

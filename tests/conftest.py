@@ -18,6 +18,19 @@ SCENARIOS = REPO / "scenarios"
 #: recorded emulations (iperf3 and emulator JSON; made by tests/data/realstack/record.py)
 REALSTACK_FIXTURES = REPO / "tests" / "data" / "realstack"
 
+#: Tests that run real emulations: they take the machine's emulation lock one after another and
+#: time the kernel's TCP on the wall clock, so a CPU-bound test beside them would disturb what
+#: they measure. `make test` runs them on their own after the rest, which it spreads over the
+#: cores (pytest-xdist).
+REAL_TIME_TESTS = ("tests/realstack/", "tests/trace/test_emulate_capture.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.nodeid.startswith(REAL_TIME_TESTS):
+            item.add_marker(pytest.mark.real_time)
+
+
 #: The columns of the series schema, written out here rather than taken from the code, so a
 #: change of the schema shows in a test.
 SERIES_COLUMNS = [
