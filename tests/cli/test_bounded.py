@@ -141,6 +141,26 @@ repetitions = 4
 """
 
 
+def test_a_second_ctrl_c_while_exiting_still_ends_with_130(tmp_path: Path) -> None:
+    """Ctrl-C pressed twice: the second one arrives while the command winds down (the
+    interpreter's shutdown takes a few hundred ms) and used to end it by the signal (-2)."""
+    scenario = tmp_path / "long.toml"
+    scenario.write_text(LONG_TOML)
+    proc = _tcplab("run", str(scenario), "--progress")
+    try:
+        assert proc.stderr is not None
+        assert proc.stderr.readline().startswith("simulated ")
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert err.splitlines()[-1] == "error: interrupted", err
+
+
 def _pcapng_blocks(path: Path) -> int:
     """The number of blocks of a pcapng file, checked against the format (pcapng draft §3.1:
     a Section Header Block first, byte-order magic 0x1A2B3C4D; every block's total length is
