@@ -141,6 +141,80 @@ repetitions = 4
 """
 
 
+def test_a_second_ctrl_c_while_exiting_still_ends_with_130(tmp_path: Path) -> None:
+    """Ctrl-C pressed twice: the second one arrives while the command winds down (the
+    interpreter's shutdown takes a few hundred ms) and used to end it by the signal (-2)."""
+    scenario = tmp_path / "long.toml"
+    scenario.write_text(LONG_TOML)
+    proc = _tcplab("run", str(scenario), "--progress")
+    try:
+        assert proc.stderr is not None
+        assert proc.stderr.readline().startswith("simulated ")
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert err.splitlines()[-1] == "error: interrupted", err
+
+
+def _pcapng_blocks(path: Path) -> int:
+    """The number of blocks of a pcapng file, checked against the format (pcapng draft §3.1:
+    a Section Header Block first, byte-order magic 0x1A2B3C4D; every block's total length is
+    a multiple of 4, repeated at its end, and the file ends where the last block ends)."""
+    import struct
+
+    data = path.read_bytes()
+    assert data[:4] == b"\x0a\x0d\x0d\x0a", "no Section Header Block"
+    assert struct.unpack_from("<I", data, 8)[0] == 0x1A2B3C4D, "not little-endian pcapng"
+    offset, blocks = 0, 0
+    while offset < len(data):
+        assert offset + 12 <= len(data), f"a block cut short at byte {offset}"
+        length = struct.unpack_from("<I", data, offset + 4)[0]
+        assert length >= 12 and length % 4 == 0, f"bad block length {length} at {offset}"
+        assert offset + length <= len(data), f"the last block is cut short at {offset}"
+        assert struct.unpack_from("<I", data, offset + length - 4)[0] == length
+        offset, blocks = offset + length, blocks + 1
+    return blocks
+
+
+def test_ctrl_c_leaves_complete_pcapng_captures_and_says_so(tmp_path: Path) -> None:
+    scenario = tmp_path / "long.toml"
+    scenario.write_text(LONG_TOML)
+    caps = tmp_path / "caps"
+    proc = _tcplab("run", str(scenario), "--pcap", str(caps))
+    try:
+        # interrupted while the captures are being written (past the headers)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            sizes = [f.stat().st_size for f in caps.glob("*.pcapng")] if caps.is_dir() else []
+            if sizes and min(sizes) > 256 * 1024:
+                break
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    lines = err.splitlines()
+    assert lines[-2:] == [
+        f"note: the pcapng captures in {caps} end where the run was interrupted",
+        "error: interrupted",
+    ], err
+    files = sorted(caps.glob("*.pcapng"))
+    assert [f.name for f in files] == [
+        "bottleneck.receiver-side.pcapng",
+        "bottleneck.sender-side.pcapng",
+    ]
+    for f in files:
+        # header blocks plus thousands of packets: 256 KiB holds more than 1,000 of them
+        assert _pcapng_blocks(f) > 1000
+
+
 def test_ctrl_c_on_a_sweep_stops_it_keeping_the_committed_runs(tmp_path: Path) -> None:
     from tcplab.study.store import Store
 

@@ -19,4 +19,6 @@
 /// - 3: the Linux receiver opens its window as Linux does (initial 65160 B, `tcp_grow_window`
 ///   with an immediate ACK per step, right-sizing per receiver RTT, SO_RCVBUF for an explicit
 ///   `rwnd`), so it ACKs most segments during slow start; data segments echo TS.Recent.
-pub const MODEL_VERSION: u32 = 3;
+/// - 4: a CBR source's first datagram leaves one period after its start (not at it), so a
+///   run's CBR goodput no longer exceeds the configured rate by one datagram.
+pub const MODEL_VERSION: u32 = 4;

@@ -45,6 +45,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         result = run_scenario(
             scenario, series=args.series, trace=trace, force=args.force, progress=progress
         )
+    except KeyboardInterrupt:
+        if trace is not None and trace.pcap is not None:
+            # the core closes each capture at a block boundary when it stops: a valid file
+            print(
+                f"note: the pcapng captures in {trace.pcap} end where the run was interrupted",
+                file=sys.stderr,
+            )
+        raise
     finally:
         if progress is not None:
             progress.close()

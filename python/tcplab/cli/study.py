@@ -207,10 +207,11 @@ def _print_plan(study: Study, args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from .. import _core
-    from ..study.sweep import plan, stored_count
+    from ..study.sweep import LAZY_FROM_RUNS, plan, stored_count
 
     model = _core.model_version()
-    specs = plan(study, model)
+    lazy = study.n_runs > LAZY_FROM_RUNS
+    specs = [] if lazy else plan(study, model)
     out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
     out.print(f"study {study.name}: {study.description}" if study.description else study.name)
     for axis in study.axes:
@@ -225,9 +226,15 @@ def _print_plan(study: Study, args: argparse.Namespace) -> int:
     out.print(
         f"  {study.n_points} grid points x {study.repetitions} repetitions (seeds "
         f"{study.base_seed}..{study.base_seed + study.repetitions - 1}) = {study.n_runs} runs"
-        + (f", {len(specs)} distinct" if len(specs) != study.n_runs else "")
+        + (f", {len(specs)} distinct" if specs and len(specs) != study.n_runs else "")
     )
     db = Path(args.db)
+    if lazy:
+        out.print(
+            f"  more than {LAZY_FROM_RUNS} runs: the sweep plans the grid as it goes and "
+            f"skips the runs stored in {db}"
+        )
+        return 0
     if db.exists():
         from ..study.store import Store
 
@@ -248,14 +255,20 @@ def _sweep(study: Study, args: argparse.Namespace) -> int:
     from ..present.console import wide_console
     from ..present.report import write_report
     from ..study.store import Store
-    from ..study.sweep import plan, run_study
+    from ..study.sweep import LAZY_FROM_RUNS, plan, plan_chunks, run_study
 
     on_change = _on_change(args)
     if getattr(args, "report", None):
         _check_report_path("--report", args.report)
     check_output_file("--db", args.db)
-    # the whole grid is validated before the database is created or touched
-    specs = plan(study, _core.model_version(), force=getattr(args, "force", False))
+    force = getattr(args, "force", False)
+    # the grid is validated before the database is created or touched: the whole grid, or
+    # the first chunk of one too large to expand before it starts
+    specs = None
+    if study.n_runs > LAZY_FROM_RUNS:
+        next(plan_chunks(study, _core.model_version(), force=force), None)
+    else:
+        specs = plan(study, _core.model_version(), force=force)
     console = Console(stderr=True)
     store = Store(args.db, wait_s=args.db_wait)
     summary = run_study(
@@ -269,6 +282,7 @@ def _sweep(study: Study, args: argparse.Namespace) -> int:
         on_change=on_change,
         wait_s=args.db_wait,
         specs=specs,
+        force=force,
     )
     _print_summary(wide_console(), study, store, summary)
     if args.report and not summary.interrupted:

@@ -1,9 +1,13 @@
 """Run a study's grid: locally on all cores (threads; the core releases the GIL) or on a Dask
 distributed cluster, storing finished runs in short batches.
 
-The whole grid is expanded and validated before the database is touched, so a mistake in the
-study leaves no file behind. Then one transaction finds or makes the study's revision
-(`Store.open_revision`) and links the runs the database already has. Work is submitted in a
+A grid of up to `LAZY_FROM_RUNS` runs is expanded and validated before the database is
+touched, so a mistake in the study leaves no file behind. Then one transaction finds or makes
+the study's revision (`Store.open_revision`) and links the runs the database already has.
+A larger grid is planned lazily, `CHUNK_RUNS` runs at a time in grid order: its first chunk is
+validated before the database is touched and decides the revision, each later chunk is
+validated, linked and checked against the database just before its runs are submitted, so a
+sweep of 10^7 runs starts at once with memory for a few thousand. Work is submitted in a
 bounded window, so a sweep of millions of runs needs memory for a few hundred.
 
 Finished runs are committed together every `commit_interval_s`, or less often when commits
@@ -20,6 +24,7 @@ committed, never a committed one, and resumes where it stopped without duplicati
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import os
 import signal
@@ -53,6 +58,14 @@ from ..runner import core_error
 from .grid import RunSpec, Study, members
 from .store import RunRecord, Store, StoreBusy
 
+#: Grids of more runs than this are planned chunk by chunk while the sweep runs (expanding
+#: and validating a point takes about a millisecond, so this keeps the wait before the first
+#: run of an eagerly planned grid to seconds).
+LAZY_FROM_RUNS = 10_000
+#: Runs a lazily planned sweep validates, links and checks against the database at a time;
+#: the first chunk is small so the first run starts within a second.
+CHUNK_RUNS = 2_048
+FIRST_CHUNK_RUNS = 64
 #: Runs held in memory waiting for the database before the sweep stops simulating and waits.
 MAX_PENDING = 256
 #: The share of the sweep's wall time commits may take: a commit that took `c` seconds is
@@ -220,12 +233,48 @@ def plan(study: Study, model_version: int, *, force: bool = False) -> list[RunSp
     """Every distinct run of the grid, validated (a run reached twice, e.g. through a
     `"=key"` reference, is listed once), each grid point within the resource budget (its
     series go to a file) unless `force`."""
+    return _distinct(study.runs(model_version), set(), set(), force)
+
+
+def plan_chunks(
+    study: Study, model_version: int, *, force: bool = False
+) -> Iterator[list[RunSpec]]:
+    """The grid's runs in grid order, validated and budget-checked like `plan`, one chunk at a
+    time (`FIRST_CHUNK_RUNS`, then `CHUNK_RUNS`). A run reached twice is listed once within a
+    chunk and the one before it (memory stays bounded; a repeat further apart is run again
+    and stored once)."""
+    runs = study.runs(model_version)
+    size = FIRST_CHUNK_RUNS
+    previous: tuple[set[str], set[str]] = (set(), set())
+    while True:
+        current: tuple[set[str], set[str]] = (set(), set())
+        seen = _Union(previous[0], current[0])
+        points = _Union(previous[1], current[1])
+        chunk = _distinct(itertools.islice(runs, size), seen, points, force)
+        if not chunk:
+            return
+        yield chunk
+        previous, size = current, CHUNK_RUNS
+
+
+class _Union:
+    """Membership in either of two sets; additions go to the second."""
+
+    def __init__(self, old: set[str], new: set[str]) -> None:
+        self.old, self.new = old, new
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.new or key in self.old
+
+    def add(self, key: str) -> None:
+        self.new.add(key)
+
+
+def _distinct(runs: Iterable[RunSpec], seen: Any, points: Any, force: bool) -> list[RunSpec]:
     from ..runner import check_budget
 
-    seen: set[str] = set()
-    points: set[str] = set()
     out: list[RunSpec] = []
-    for spec in study.runs(model_version):
+    for spec in runs:
         if spec.scenario_hash not in points and not force:
             points.add(spec.scenario_hash)
             try:
@@ -297,33 +346,29 @@ def run_study(
     commit_interval_s: float = 0.5,
     wait_s: float = 60.0,
     specs: list[RunSpec] | None = None,
+    force: bool = False,
 ) -> SweepSummary:
     """Run every missing run of `study` into its revision in `store`. `on_change` says what
     to do when the study's name has revisions of another definition ("refuse", "new",
     "replace": see `Store.open_revision`). `stop_after` (tests) simulates an interruption
-    after that many runs. `specs`: the grid, when the caller already expanded it."""
+    after that many runs. `specs`: the grid, when the caller already expanded it; without it a
+    grid of more than `LAZY_FROM_RUNS` runs is planned lazily (`force`: no budget check)."""
     console = console or Console(stderr=True)
     if executor not in ("local", "dask"):
         raise ScenarioError(f"--executor = {executor!r}: unknown executor; allowed: local, dask")
     if executor == "dask" and not scheduler:
         raise ScenarioError("--scheduler: needed with --executor dask; allowed: tcp://HOST:PORT")
     build = Build.current()
-    grid = specs if specs is not None else plan(study, build.model_version)
-    # the grid's distinct runs (a point reached twice through a "=key" reference is one run)
-    revision_plan = replace(study.revision_plan(build.model_version), n_runs=len(grid))
-    choice = store.open_revision(
-        revision_plan,
-        members(grid),
-        build,
-        on_change=on_change,
-        wait_s=wait_s,
-    )
-    todo = [spec for spec in grid if spec.run_id not in choice.stored]
+    if specs is None and study.n_runs > LAZY_FROM_RUNS:
+        grid: _Grid = _LazyGrid(study, store, build, on_change, wait_s, force)
+    else:
+        if specs is None:
+            specs = plan(study, build.model_version, force=force)
+        grid = _EagerGrid(study, store, build, on_change, wait_s, specs)
     remove_stale_series(store)
-    skipped = len(grid) - len(todo)
-    committer = _Committer(store, study.name, choice.revision, commit_interval_s, wait_s)
+    committer = _Committer(store, study.name, grid.revision, commit_interval_s, wait_s)
     started = time.perf_counter()
-    drive = _Drive(todo, committer, study, build, console, progress, len(grid), skipped)
+    drive = _Drive(grid, committer, study, build, console, progress)
     if executor == "local":
         workers = max(1, jobs or os.cpu_count() or 1)
         with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -336,18 +381,98 @@ def run_study(
         finally:
             client.close()
     return SweepSummary(
-        total=len(grid),
-        skipped=skipped,
+        total=grid.total,
+        skipped=grid.skipped,
         ran=ran,
-        linked=choice.linked,
+        linked=grid.linked,
         wall_s=time.perf_counter() - started,
         interrupted=interrupted,
-        revision=choice.revision,
-        revision_note=choice.note,
+        revision=grid.revision,
+        revision_note=grid.note,
         model_version=build.model_version,
         deferred_commits=committer.deferred,
         core_cpu_s=drive.core_cpu_s if executor == "local" else None,
     )
+
+
+class _Grid(Protocol):
+    """The runs a sweep still has to simulate, and what it learnt about the others."""
+
+    total: int
+    skipped: int
+    linked: int
+    revision: int
+    note: str
+
+    def todo(self) -> Iterator[RunSpec]: ...
+
+
+class _EagerGrid:
+    """A grid planned in full before the sweep: its revision holds every run from the start."""
+
+    def __init__(
+        self,
+        study: Study,
+        store: Store,
+        build: Build,
+        on_change: str,
+        wait_s: float,
+        specs: list[RunSpec],
+    ) -> None:
+        # the grid's distinct runs (a point reached twice through a "=key" reference is one run)
+        revision_plan = replace(study.revision_plan(build.model_version), n_runs=len(specs))
+        with sigint_deferred():
+            choice = store.open_revision(
+                revision_plan, members(specs), build, on_change=on_change, wait_s=wait_s
+            )
+        self._todo = [spec for spec in specs if spec.run_id not in choice.stored]
+        self.total, self.skipped = len(specs), len(specs) - len(self._todo)
+        self.linked, self.revision, self.note = choice.linked, choice.revision, choice.note
+
+    def todo(self) -> Iterator[RunSpec]:
+        return iter(self._todo)
+
+
+class _LazyGrid:
+    """A grid planned chunk by chunk (`plan_chunks`) as the sweep consumes it. The first chunk
+    decides the revision (its grid size is the study's run count); each later chunk reopens
+    it — the same definition, so it is resumed — which links the chunk's stored runs and
+    says which to skip."""
+
+    def __init__(
+        self,
+        study: Study,
+        store: Store,
+        build: Build,
+        on_change: str,
+        wait_s: float,
+        force: bool,
+    ) -> None:
+        self._store, self._build, self._wait_s = store, build, wait_s
+        self._chunks = plan_chunks(study, build.model_version, force=force)
+        self._plan = replace(study.revision_plan(build.model_version), n_runs=study.n_runs)
+        self.total, self.skipped, self.linked = study.n_runs, 0, 0
+        first = next(self._chunks, [])
+        self._first = self._open(first, on_change)
+        self.revision, self.note = self._revision, self._note
+
+    def _open(self, chunk: list[RunSpec], on_change: str) -> list[RunSpec]:
+        with sigint_deferred():
+            choice = self._store.open_revision(
+                self._plan, members(chunk), self._build, on_change=on_change, wait_s=self._wait_s
+            )
+        self._revision, self._note = choice.revision, choice.note
+        todo = [spec for spec in chunk if spec.run_id not in choice.stored]
+        self.skipped += len(chunk) - len(todo)
+        self.linked += choice.linked
+        return todo
+
+    def todo(self) -> Iterator[RunSpec]:
+        yield from self._first
+        self._first = []
+        for chunk in self._chunks:
+            # the revision exists now: reopening it resumes it whatever `on_change` said
+            yield from self._open(chunk, "refuse")
 
 
 def _dask_client(scheduler: str) -> Any:
@@ -371,14 +496,12 @@ def _dask_client(scheduler: str) -> Any:
 
 @dataclass
 class _Drive:
-    todo: list[RunSpec]
+    grid: _Grid
     committer: _Committer
     study: Study
     build: Build
     console: Console
     show: bool
-    total: int
-    skipped: int
 
     core_cpu_s: float = 0.0
 
@@ -404,13 +527,15 @@ class _Drive:
         window = 4 * workers
         # Ctrl-C stops the runs in flight within milliseconds (their partial work is dropped)
         cancel = _core.Cancel()
-        queue: Iterator[RunSpec] = iter(self.todo)
+        queue: Iterator[RunSpec] = self.grid.todo()
         in_flight: dict[Any, RunSpec] = {}
         ran = 0
         t0 = time.perf_counter()
         prog = _progress(self.console) if self.show else None
         task = (
-            prog.add_task(self.study.name, total=self.total, completed=self.skipped, rate="")
+            prog.add_task(
+                self.study.name, total=self.grid.total, completed=self.grid.skipped, rate=""
+            )
             if prog
             else None
         )
@@ -447,7 +572,8 @@ class _Drive:
                     ran += 1
                     if prog is not None and task is not None:
                         rate = ran / max(time.perf_counter() - t0, 1e-9)
-                        prog.update(task, advance=1, rate=f"{rate:.1f} runs/s")
+                        done = self.grid.skipped + ran
+                        prog.update(task, completed=done, rate=f"{rate:.1f} runs/s")
                     if stop_after is not None and ran >= stop_after:
                         raise KeyboardInterrupt
                 refill()

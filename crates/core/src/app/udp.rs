@@ -2,8 +2,11 @@
 //! sink measuring loss and one-way delay (the real-time traffic that competes with TCP in
 //! the satellite studies).
 //!
-//! Packet k leaves at `start + ⌈k · bits · 1e9 / rate⌉` ns, so the rate is exact over any
-//! horizon (no accumulated rounding).
+//! Datagram k (counting from 0) leaves at `start + ⌈(k + 1) · bits · 1e9 / rate⌉` ns: one
+//! period after the previous one, the first one period after `start`, so the bits sent by
+//! `start + T` never exceed `rate · T` (a first datagram at `start` itself would put one
+//! datagram more than the rate into every window) and the rate is exact over any horizon
+//! (no accumulated rounding).
 use crate::engine::stats::LogHistogram;
 use crate::engine::time::SimTime;
 use crate::net::packet::{Packet, PacketKind, UDP_HEADER_BYTES};
@@ -35,7 +38,7 @@ impl UdpSource {
 
     fn due(&self, k: u64) -> SimTime {
         let bits = self.packet_bytes as u128 * 8;
-        let ns = (k as u128 * bits * 1_000_000_000).div_ceil(self.rate_bps as u128);
+        let ns = ((k as u128 + 1) * bits * 1_000_000_000).div_ceil(self.rate_bps as u128);
         self.start + crate::engine::time::SimDuration(ns as u64)
     }
 
@@ -114,10 +117,25 @@ mod tests {
         s.start(SimTime(0));
         let mut out = vec![];
         s.on_timer(SimTime(1_000_000_000), &mut out);
-        // k = 0..26 are due by 1 s (26 x 38.4 ms = 998.4 ms): 27 datagrams.
-        assert_eq!(out.len(), 27);
-        assert_eq!(out[1].ts_val, 38_400_000);
+        // The n-th datagram leaves at n x 38.4 ms: 26 by 1 s (26 x 38.4 ms = 998.4 ms, the
+        // 27th at 1036.8 ms), 26 x 9600 bit = 249.6 kbit <= 250 kbit.
+        assert_eq!(out.len(), 26);
+        assert_eq!(out[0].ts_val, 38_400_000);
+        assert_eq!(out[1].ts_val, 76_800_000);
         assert_eq!(out[0].wire_bytes, 1228);
         assert_eq!(s.deadline(), Some(SimTime(27 * 38_400_000)));
+    }
+
+    #[test]
+    fn no_datagram_leaves_before_one_period_has_passed() {
+        // 1 Mbit/s, 1000-byte payloads: 8 ms apart. At `start` nothing is due; at 8 ms one.
+        let mut s = UdpSource::new(0, 1_000_000, 1000);
+        s.start(SimTime(5_000_000));
+        let mut out = vec![];
+        s.on_timer(SimTime(5_000_000), &mut out);
+        assert!(out.is_empty());
+        assert_eq!(s.deadline(), Some(SimTime(13_000_000)));
+        s.on_timer(SimTime(13_000_000), &mut out);
+        assert_eq!(out.len(), 1);
     }
 }
