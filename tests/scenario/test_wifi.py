@@ -65,3 +65,10 @@ def test_an_ac_link_in_24_ghz_is_refused_by_the_core(tmp_path: Path) -> None:
 def test_emulate_refuses_wifi_in_one_line() -> None:
     with pytest.raises(ScenarioError, match=r"^bottleneck\.wifi: a Wi-Fi link exists only"):
         emulate_normalized(norm(wifi()))
+
+
+def test_ap_queue_reaches_the_core_only_when_written_and_is_checked() -> None:
+    assert "ap_queue" not in norm(wifi())["bottleneck"]["wifi"]
+    assert norm(wifi(ap_queue="fifo"))["bottleneck"]["wifi"]["ap_queue"] == "fifo"
+    with pytest.raises(ScenarioError, match=r"ap_queue.*per-station.*fifo"):
+        norm(wifi(ap_queue="sfq"))

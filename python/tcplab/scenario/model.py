@@ -477,9 +477,13 @@ class WifiSpec(_Model):
     distance_m: Metres = 5.0
     stations: list[WifiStationSpec] = Field(default_factory=list)
     background: list[WifiBackgroundSpec] = Field(default_factory=list)
+    # the AP's service order: per-station queues in turn (the core's default) or one FIFO
+    ap_queue: Literal["per-station", "fifo"] | None = None
 
     def normalized(self) -> dict[str, Any]:
-        """The core's `WifiConfig`."""
+        """The core's `WifiConfig` (`ap_queue` only when written: the core holds its
+        default)."""
+        extra = {} if self.ap_queue is None else {"ap_queue": self.ap_queue}
         return {
             "standard": self.standard,
             "band": self.band,
@@ -507,6 +511,7 @@ class WifiSpec(_Model):
                 }
                 for b in self.background
             ],
+            **extra,
         }
 
 

@@ -282,6 +282,23 @@ pub struct WifiConfig {
     /// Stations that only take airtime (neighbours, other clients).
     #[serde(default)]
     pub background: Vec<BackgroundConfig>,
+    /// How the access point orders its frames for the stations.
+    #[serde(default)]
+    pub ap_queue: ApQueue,
+}
+
+/// The access point's service order among its stations' frames.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApQueue {
+    /// Per-station queues served round-robin (mac80211's per-station TXQs): each backlogged
+    /// station gets the same number of transmission opportunities.
+    #[default]
+    PerStation,
+    /// One FIFO in arrival order (a qdisc in front of a driver without per-station
+    /// queueing): the next A-MPDU goes to the station whose frame waited longest, so a
+    /// flow's share follows its share of the queue.
+    Fifo,
 }
 
 /// A flow's station, where it differs from the link's defaults.

@@ -40,7 +40,7 @@ pub mod radio;
 use crate::engine::rng::SimRng;
 use crate::engine::time::{SimDuration, SimTime};
 use crate::net::link::QueueLimit;
-use crate::scenario::{DirConfig, WifiConfig};
+use crate::scenario::{ApQueue, DirConfig, WifiConfig};
 use phy::{
     ampdu_subframe_bytes, Band, Phy, Standard, ACK_BYTES, BA_WINDOW_MPDUS, BLOCK_ACK_BYTES,
     PPDU_MAX_NS,
@@ -71,6 +71,8 @@ struct Mpdu {
     ip_bytes: u32,
     seq: u64,
     attempts: u32,
+    /// Arrival order at the transmitter (across its receivers' queues).
+    arrival: u64,
 }
 
 /// Frames from one transmitter to one receiver, with the receiver's reorder buffer.
@@ -162,6 +164,7 @@ struct Contender {
     role: Role,
     queues: Vec<TxQueue>,
     rr: usize,
+    arrivals: u64,
     backlog_pkts: u64,
     backlog_bytes: u64,
     limit: QueueLimit,
@@ -200,6 +203,8 @@ pub struct WifiMedium {
     cw_max: u32,
     retry_limit: u32,
     max_mpdus: u32,
+    /// The AP serves its stations in arrival order instead of round-robin.
+    ap_fifo: bool,
     frame_errors: bool,
     armed: Option<SimTime>,
     backoff_rng: SimRng,
@@ -274,6 +279,7 @@ impl WifiMedium {
             role,
             queues,
             rr: 0,
+            arrivals: 0,
             backlog_pkts: 0,
             backlog_bytes: 0,
             limit,
@@ -343,6 +349,7 @@ impl WifiMedium {
             idle_since: SimTime::ZERO,
             retry_limit: w.retry_limit.max(1),
             max_mpdus,
+            ap_fifo: w.ap_queue == ApQueue::Fifo,
             frame_errors: w.frame_errors,
             armed: None,
             backoff_rng: SimRng::substream(seed, &format!("wifi/{name}/backoff")),
@@ -384,7 +391,9 @@ impl WifiMedium {
             ip_bytes,
             seq: tq.next_seq,
             attempts: 0,
+            arrival: k.arrivals,
         });
+        k.arrivals += 1;
         tq.next_seq += 1;
         k.backlog_pkts += 1;
         k.backlog_bytes += ip_bytes as u64;
@@ -521,7 +530,9 @@ impl WifiMedium {
                         ip_bytes: bytes,
                         seq: tq.next_seq,
                         attempts: 0,
+                        arrival: k.arrivals,
                     });
+                    k.arrivals += 1;
                     tq.next_seq += 1;
                     k.backlog_pkts += 1;
                     k.backlog_bytes += bytes as u64;
@@ -545,12 +556,20 @@ impl WifiMedium {
         out: &mut Vec<WifiOutput>,
     ) -> SimTime {
         let k = &mut self.contenders[c];
-        // The AP serves its per-station queues round-robin.
+        // The AP serves its per-station queues round-robin, or (FIFO) the one whose head
+        // frame arrived first; a retried frame keeps its place.
         let nq = k.queues.len();
-        let qi = (0..nq)
-            .map(|j| (k.rr + j) % nq)
-            .find(|&j| !k.queues[j].q.is_empty())
-            .expect("a transmitter has frames");
+        let qi = if self.ap_fifo {
+            (0..nq)
+                .filter(|&j| !k.queues[j].q.is_empty())
+                .min_by_key(|&j| k.queues[j].q[0].arrival)
+                .expect("a transmitter has frames")
+        } else {
+            (0..nq)
+                .map(|j| (k.rr + j) % nq)
+                .find(|&j| !k.queues[j].q.is_empty())
+                .expect("a transmitter has frames")
+        };
         k.rr = (qi + 1) % nq;
         let tq = &mut k.queues[qi];
         let mode = tq.mode;

@@ -3,7 +3,7 @@
 //! analysis of the IEEE 802.11 distributed coordination function", IEEE JSAC 18(3), 2000),
 //! never from the model's own PHY code.
 use super::*;
-use crate::scenario::{BackgroundConfig, DirConfig};
+use crate::scenario::{ApQueue, BackgroundConfig, DirConfig};
 
 const IP_BYTES: u32 = 1500;
 
@@ -24,6 +24,7 @@ fn wifi(standard: &str, band: &str) -> WifiConfig {
         distance_m: 1.0,
         stations: Vec::new(),
         background: Vec::new(),
+        ap_queue: ApQueue::PerStation,
     }
 }
 
@@ -268,4 +269,125 @@ fn same_seed_same_exchanges() {
     };
     assert_eq!(run(4), run(4));
     assert_ne!(run(4), run(5));
+}
+
+#[test]
+fn downlink_data_and_uplink_acks_contend_as_three_stations() {
+    // One AP sending to two stations while both stations send back (the two flows'
+    // ACKs, saturated here): three DCF contenders on one medium, so the total is Bianchi's
+    // N = 3 and each transmitter, the AP included, gets a third of the transmissions —
+    // the AP does not get more for carrying two flows. The AP's own share splits evenly
+    // between its two receivers (round-robin over per-station queues).
+    let mut cfg = wifi("b", "2.4");
+    cfg.mcs = Some(3);
+    let mut med = medium(&cfg, 2, 11);
+    let secs = 20u64;
+    let end = SimTime(secs * 1_000_000_000);
+    let mut to_station = [0u64; 2];
+    let mut next_pkt = 0u32;
+    let mut dest = std::collections::HashMap::new();
+    let fill = |m: &mut WifiMedium,
+                now: SimTime,
+                next: &mut u32,
+                dest: &mut std::collections::HashMap<u32, usize>| {
+        for s in 0..2 {
+            while m.contenders[1 + s].backlog_pkts < 100 {
+                m.enqueue(now, false, s, *next, IP_BYTES);
+                *next += 1;
+            }
+        }
+        while m.contenders[0].backlog_pkts < 200 {
+            let s = (*next % 2) as usize;
+            m.enqueue(now, true, s, *next, IP_BYTES);
+            dest.insert(*next, s);
+            *next += 1;
+        }
+    };
+    let mut out = Vec::new();
+    fill(&mut med, SimTime::ZERO, &mut next_pkt, &mut dest);
+    let mut wake = med.arm_wakeup();
+    while let Some(t) = wake {
+        if t >= end {
+            break;
+        }
+        med.on_wake(t, &mut out);
+        for o in out.drain(..) {
+            if let WifiOutput::Deliver {
+                forward: true, pkt, ..
+            } = o
+            {
+                to_station[dest[&pkt]] += IP_BYTES as u64;
+            }
+        }
+        fill(&mut med, t, &mut next_pkt, &mut dest);
+        wake = med.arm_wakeup().or(med.armed);
+    }
+    let per: Vec<f64> = med
+        .contenders
+        .iter()
+        .map(|c| (c.stats.delivered * IP_BYTES as u64) as f64 * 8.0 / secs as f64)
+        .collect();
+    let total: f64 = per.iter().sum();
+    let theory = bianchi_bps(3, 32.0, 5, 20.0, B_TS_US, B_TC_US, 8.0 * IP_BYTES as f64);
+    eprintln!("AP + 2 stations: {per:?} total {total:.0} Bianchi N=3 {theory:.0}");
+    assert!((total / theory - 1.0).abs() < 0.05, "{total} vs {theory}");
+    let jain = per.iter().sum::<f64>().powi(2) / (3.0 * per.iter().map(|v| v * v).sum::<f64>());
+    assert!(jain >= 0.99, "AP and stations: Jain {jain} {per:?}");
+    let (a, b) = (to_station[0] as f64, to_station[1] as f64);
+    assert!((a / b - 1.0).abs() < 0.02, "AP to stations {a} {b}");
+}
+
+/// The AP alone (802.11g, 54 Mbit/s, no aggregation) with 300 frames waiting for station 0
+/// and 100 for station 1, queued 3 : 1 interleaved; each departure is replaced by a frame for
+/// the same station. Returns the IP bytes delivered to each station in 5 s.
+fn ap_shares(ap_queue: ApQueue) -> [u64; 2] {
+    let mut cfg = wifi("g", "2.4");
+    (cfg.mcs, cfg.ap_queue) = (Some(7), ap_queue);
+    let d = DirConfig::droptail(1_000_000, 0, 1000);
+    let mut med = WifiMedium::new("w", &cfg, &d, &d, 2, 5);
+    let end = SimTime(5_000_000_000);
+    let mut next = 0u32;
+    let mut offer = |med: &mut WifiMedium, t: SimTime, s: usize| {
+        assert!(med.enqueue(t, true, s, 2 * next + s as u32, IP_BYTES));
+        next += 1;
+    };
+    for i in 0..400 {
+        offer(&mut med, SimTime::ZERO, usize::from(i % 4 == 3));
+    }
+    let (mut to, mut out) = ([0u64; 2], Vec::new());
+    let mut wake = med.arm_wakeup();
+    while let Some(t) = wake {
+        if t >= end {
+            break;
+        }
+        med.on_wake(t, &mut out);
+        for o in out.drain(..) {
+            if let WifiOutput::Deliver {
+                forward: true, pkt, ..
+            } = o
+            {
+                to[(pkt & 1) as usize] += IP_BYTES as u64;
+            }
+        }
+        for (s, level) in [(0usize, 300usize), (1, 100)] {
+            while med.contenders[0].queues[s].q.len() < level {
+                offer(&mut med, t, s);
+            }
+        }
+        wake = med.arm_wakeup().or(med.armed);
+    }
+    to
+}
+
+#[test]
+fn fifo_ap_serves_stations_in_arrival_order_per_station_queues_in_turn() {
+    // Both stations always have frames waiting. Round-robin over per-station queues gives
+    // them the same number of exchanges (1 : 1); one FIFO serves frames in the order they
+    // came, three for station 0 to one for station 1 (3 : 1).
+    let rr = ap_shares(ApQueue::PerStation);
+    let fifo = ap_shares(ApQueue::Fifo);
+    let (r_rr, r_fifo) = (rr[0] as f64 / rr[1] as f64, fifo[0] as f64 / fifo[1] as f64);
+    eprintln!("per-station {rr:?} ({r_rr:.3}), fifo {fifo:?} ({r_fifo:.3})");
+    assert!((r_rr - 1.0).abs() < 0.01, "per-station {r_rr}");
+    assert!((r_fifo - 3.0).abs() < 0.03, "fifo {r_fifo}");
 }
