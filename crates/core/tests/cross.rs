@@ -57,7 +57,9 @@ fn tcp_gets_the_capacity_the_cross_traffic_leaves() {
     assert!(c.counters.bytes_sent <= c.counters.bytes_offered);
     // whatever it lost to the queue, the rest arrived (nothing is left but in flight)
     assert!(c.counters.packets_delivered + c.counters.packets_dropped <= c.counters.packets_sent);
-    assert!(c.counters.packets_sent - c.counters.packets_delivered - c.counters.packets_dropped < 10);
+    assert!(
+        c.counters.packets_sent - c.counters.packets_delivered - c.counters.packets_dropped < 10
+    );
     let left_bps = (10e6 - c.delivered_bps) * 1448.0 / 1500.0;
     let tcp = r.flows[0].goodput_bps;
     assert!(tcp <= left_bps * 1.002, "{tcp} > {left_bps}");
@@ -98,7 +100,10 @@ fn packets_are_conserved_and_runs_repeat() {
     assert_conservation(&sim);
     let a = tcplab_core::result::summarize(&sim);
     let b = run_config(cfg);
-    assert_eq!(a.cross[1].counters.bytes_sent, b.cross[1].counters.bytes_sent);
+    assert_eq!(
+        a.cross[1].counters.bytes_sent,
+        b.cross[1].counters.bytes_sent
+    );
     assert_eq!(a.flows[0].bytes_delivered, b.flows[0].bytes_delivered);
     assert!(a.cross[1].counters.bursts > 0);
 }
