@@ -72,3 +72,25 @@ def test_ap_queue_reaches_the_core_only_when_written_and_is_checked() -> None:
     assert norm(wifi(ap_queue="fifo"))["bottleneck"]["wifi"]["ap_queue"] == "fifo"
     with pytest.raises(ScenarioError, match=r"ap_queue.*per-station.*fifo"):
         norm(wifi(ap_queue="sfq"))
+
+
+@pytest.mark.parametrize("where", ["stations", "background"])
+def test_an_infinite_station_distance_is_one_line_through_run_and_sweep(
+    tmp_path: Path, where: str
+) -> None:
+    # JSON, which carries the scenario to the core, has no infinity: refuse it up front
+    entry = (
+        '{ distance_m = inf, load = "1Mbps" }' if where == "background" else "{ distance_m = inf }"
+    )
+    path = tmp_path / "w.toml"
+    path.write_text(
+        'name = "w"\nduration = "2s"\n[bottleneck]\nrate = "54Mbps"\ndelay = "10us"\n'
+        f'[bottleneck.wifi]\nstandard = "g"\nband = "2.4GHz"\n{where} = [{entry}]\n'
+        '[[flows]]\ncca = "cubic"\n'
+    )
+    for args in (["run", str(path)], ["sweep", str(path), "--db", str(tmp_path / "w.duckdb")]):
+        proc = run_cli(*args)
+        assert proc.returncode == 2, proc.stderr
+        (line,) = proc.stderr.strip().splitlines()
+        assert line.startswith(f"error: bottleneck.wifi.{where}[0].distance_m = inf"), line
+        assert "finite" in line, line

@@ -434,7 +434,12 @@ def _parse_band(value: Any) -> str:
 
 PowerDbm = Annotated[float, BeforeValidator(parse_power_dbm)]
 Band = Annotated[str, BeforeValidator(_parse_band)]
-Metres = Annotated[float, BeforeValidator(lambda v: float(v) if isinstance(v, int) else v)]
+#: A distance: finite, since the core reads scenarios as JSON, which has no infinity.
+Metres = Annotated[
+    float,
+    BeforeValidator(lambda v: float(v) if isinstance(v, int) else v),
+    Field(allow_inf_nan=False),
+]
 
 
 class WifiStationSpec(_Model):
