@@ -352,6 +352,27 @@ def test_another_kernel_or_emulator_build_is_a_cache_miss_and_sim_only_marks_it_
     assert [p.status for p in matrix.plan(cases, None, HERE_IDENTITY)] == ["to run"] * 2
 
 
+def test_keep_stale_uses_another_builds_runs_and_emulates_only_the_missing_cases(
+    tmp_path: Path,
+) -> None:
+    cases, by_hash = recorded_cases()
+    db = tmp_path / "cache.duckdb"
+    with KernelCache(db) as cache:  # another build made the first case only
+        matrix.run_matrix(cases[:1], cache, OTHER_IDENTITY, emulate=Recorded(by_hash))
+    with KernelCache(db, read_only=True) as cache:
+        planned = matrix.plan(cases, cache, HERE_IDENTITY, keep_stale=True)
+    assert [p.status for p in planned] == ["stale, kept", "to run"]
+    assert matrix.kernel_minutes(planned) == 1  # one 30 s case and its set-up
+    filling = Recorded(by_hash)
+    with KernelCache(db) as cache:
+        results = matrix.run_matrix(cases, cache, HERE_IDENTITY, emulate=filling, keep_stale=True)
+        assert len(cache.keys()) == 2  # the other build's run is kept, not replaced
+    assert filling.calls == [cases[1].scenario_hash]
+    first, second = (r.kernel for r in results)
+    assert first is not None and first.stale and first.identity == OTHER_IDENTITY
+    assert second is not None and not second.stale and second.identity == HERE_IDENTITY
+
+
 def test_an_interrupted_matrix_keeps_its_finished_kernel_runs(tmp_path: Path) -> None:
     cases, by_hash = recorded_cases()
     db = tmp_path / "cache.duckdb"
@@ -506,6 +527,7 @@ def test_sim_only_recomputes_the_simulator_against_the_cached_kernel(tmp_path: P
         (["--seed", "3"], ["--seed: not with --matrix; allowed: --seeds N"]),
         (["--link", "netem"], ["--link netem: the matrix emulates with tcplab-emu"]),
         (["--sim-only", "--rerun-kernel"], ["--sim-only with --rerun-kernel: contradictory"]),
+        (["--keep-stale", "--rerun-kernel"], ["--keep-stale with --rerun-kernel: contradictory"]),
         (["--plan", "--rerun-kernel"], ["--plan: runs nothing"]),
         (["scenarios/geo-sat.toml"], ["--matrix: takes no SCENARIO.toml"]),
     ],

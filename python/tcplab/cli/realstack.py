@@ -8,7 +8,7 @@ tcplab emulate --calibrate [--json] [--seconds S]   measure the emulator's accur
 tcplab validate SCENARIO.toml [--seed N] [--duration D] [--set K=V ...] [--ccas a,b] [--json]
 tcplab validate --matrix [--ccas a,b] [--per 0,1e-3] [--paths geo,terrestrial] [--seeds N]
     [--duration D] [--set K=V ...] [--db FILE] [--out DIR] [--json]
-    [--plan | --sim-only | --rerun-kernel]          the built-in agreement grid (matrix.py)
+    [--plan | --sim-only | --rerun-kernel | --keep-stale]  the built-in agreement grid (matrix.py)
 
 Heavy imports happen inside the handlers, so `tcplab --help` stays fast.
 """
@@ -170,6 +170,7 @@ _MATRIX_ONLY = (
     ("sim_only", "--sim-only"),
     ("plan", "--plan"),
     ("rerun_kernel", "--rerun-kernel"),
+    ("keep_stale", "--keep-stale"),
     ("import_kernel", "--import-kernel"),
     ("export_kernel", "--export-kernel"),
 )
@@ -214,6 +215,8 @@ def _matrix(args: argparse.Namespace) -> int:
         )
     if args.sim_only and args.rerun_kernel:
         raise ScenarioError("--sim-only with --rerun-kernel: contradictory; allowed: either")
+    if args.keep_stale and args.rerun_kernel:
+        raise ScenarioError("--keep-stale with --rerun-kernel: contradictory; allowed: either")
     if args.plan and (args.sim_only or args.rerun_kernel or args.out or args.export_kernel):
         raise ScenarioError(
             "--plan: runs nothing; allowed with --ccas, --per, --paths, --seeds, "
@@ -248,7 +251,7 @@ def _matrix(args: argparse.Namespace) -> int:
     if args.plan:
         if Path(db).exists():
             with KernelCache(db, read_only=True) as cache:
-                planned = matrix.plan(cases, cache, identity)
+                planned = matrix.plan(cases, cache, identity, args.keep_stale)
         else:
             planned = matrix.plan(cases, None, identity)
         from ..realstack.matrix_report import print_plan
@@ -271,8 +274,10 @@ def _matrix(args: argparse.Namespace) -> int:
             kernel_records.import_records(cache, kernel_records.RECORDED, "recorded runs")
             db = f"{kernel_records.RECORDED.name} (the recorded runs shipped with tcplab)"
             progress(f"kernel runs: {db}")
-        planned = matrix.plan(cases, cache, identity)
-        if not args.sim_only and (args.rerun_kernel or any(p.status != "cached" for p in planned)):
+        planned = matrix.plan(cases, cache, identity, args.keep_stale)
+        if not args.sim_only and (
+            args.rerun_kernel or any(p.status in matrix.TO_EMULATE for p in planned)
+        ):
             from ..realstack import features
 
             features.check_base()  # before simulating: say what the machine lacks at once
@@ -284,6 +289,7 @@ def _matrix(args: argparse.Namespace) -> int:
                 emulate=lambda normalized: emulate_normalized(normalized, options),
                 sim_only=args.sim_only,
                 rerun_kernel=args.rerun_kernel,
+                keep_stale=args.keep_stale,
                 progress=progress,
             )
         except KeyboardInterrupt:
@@ -409,6 +415,12 @@ def add_commands(sub: Any) -> None:
     )
     va.add_argument(
         "--rerun-kernel", action="store_true", help="with --matrix: emulate cached cases again"
+    )
+    va.add_argument(
+        "--keep-stale",
+        action="store_true",
+        help="with --matrix: use runs another kernel or emulator build made (marked as such) "
+        "and emulate only the cases with none",
     )
     va.add_argument(
         "--import-kernel",

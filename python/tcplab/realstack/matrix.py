@@ -248,12 +248,16 @@ Emulator = Callable[[Mapping[str, Any]], Emulation]
 @dataclass(frozen=True)
 class PlannedCase:
     case: MatrixCase
-    #: "cached", "stale" (another kernel/emulator/tcplab made it) or "to run"
+    #: "cached", "stale" (another kernel/emulator/tcplab made it: emulated again), "stale,
+    #: kept" (such a run, used as it is) or "to run"
     status: str
 
 
 def plan(
-    matrix: Sequence[MatrixCase], cache: KernelCache | None, identity: Identity
+    matrix: Sequence[MatrixCase],
+    cache: KernelCache | None,
+    identity: Identity,
+    keep_stale: bool = False,
 ) -> list[PlannedCase]:
     """Which kernel runs are cached, without running anything."""
     keys = cache.keys() if cache is not None else set()
@@ -263,6 +267,8 @@ def plan(
     for case in matrix:
         at = (case.scenario_hash, case.seed)
         status = "cached" if at in done else "stale" if at in other else "to run"
+        if status == "stale" and keep_stale:
+            status = "stale, kept"
         out.append(PlannedCase(case, status))
     return out
 
@@ -275,10 +281,13 @@ def run_matrix(
     emulate: Emulator | None = None,
     sim_only: bool = False,
     rerun_kernel: bool = False,
+    keep_stale: bool = False,
     progress: Callable[[str], None] = lambda _: None,
 ) -> list[CaseResult]:
     """Simulate every case (in parallel: fast), take each kernel run from `cache` or (unless
-    `sim_only`) emulate it, one at a time, storing each as soon as it is done."""
+    `sim_only`) emulate it, one at a time, storing each as soon as it is done. With
+    `keep_stale`, a run made by another kernel, emulator build or tcplab counts (marked
+    stale) and only the cases without any run are emulated."""
     progress(f"simulating {len(matrix)} case(s)")
     simulated = run_normalized_parallel([case.normalized for case in matrix])
     kernel: dict[int, KernelSide] = {}
@@ -287,7 +296,7 @@ def run_matrix(
         stored = None
         if cache is not None and not rerun_kernel:
             stored = cache.get(case.key(identity))
-            if stored is None and sim_only:
+            if stored is None and (sim_only or keep_stale):
                 stored = cache.latest(case.scenario_hash, case.seed)
         if stored is not None:
             made_by = stored.key.identity
@@ -332,9 +341,13 @@ def _minutes(indices: Sequence[int], matrix: Sequence[MatrixCase]) -> int:
     return math.ceil(sum(matrix[i].duration_s + KERNEL_OVERHEAD_S for i in indices) / 60)
 
 
+#: Plan statuses whose kernel run is emulated (again).
+TO_EMULATE: Final = ("stale", "to run")
+
+
 def kernel_minutes(planned: Sequence[PlannedCase]) -> int:
     """Estimated wall time of the kernel runs still to do."""
-    todo = [p.case for p in planned if p.status != "cached"]
+    todo = [p.case for p in planned if p.status in TO_EMULATE]
     return math.ceil(sum(c.duration_s + KERNEL_OVERHEAD_S for c in todo) / 60)
 
 

@@ -15,7 +15,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import field_error
-from .matrix import TOLERANCE_RATIO, MatrixRow, MatrixSummary, PlannedCase, kernel_minutes
+from .matrix import (
+    TO_EMULATE,
+    TOLERANCE_RATIO,
+    MatrixRow,
+    MatrixSummary,
+    PlannedCase,
+    kernel_minutes,
+)
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -142,7 +149,7 @@ def markdown(summary: MatrixSummary) -> str:
 
 def print_plan(planned: Sequence[PlannedCase], db: str, as_json: bool) -> None:
     """The cases, whether each kernel run is cached, and the kernel time still needed."""
-    to_run = sum(p.status != "cached" for p in planned)
+    to_run = sum(p.status in TO_EMULATE for p in planned)
     if as_json:
         doc = {
             "db": db,
@@ -182,8 +189,11 @@ def print_plan(planned: Sequence[PlannedCase], db: str, as_json: bool) -> None:
             p.status,
         )
     console.print(table)
+    kept = sum(p.status == "stale, kept" for p in planned)
+    counts = [f"{sum(p.status == 'cached' for p in planned)} cached"]
+    counts += [f"{kept} kept from another kernel or emulator build"] if kept else []
     console.print(
-        f"{len(planned) - to_run} cached, {to_run} to run "
+        f"{', '.join(counts)}, {to_run} to run "
         f"(~{kernel_minutes(planned)} min of kernel time, one case at a time)"
     )
 
