@@ -424,3 +424,20 @@ fn teardown_survives_lost_fins_and_acks() {
     }
     assert!(resent > 0, "some FIN or ACK was lost and sent again");
 }
+
+/// Routes on a three-segment path (links numbered as `net::topology` documents: segment `s`
+/// is links 2s / 2s+1, then four access links per flow): the second flow's data crosses its
+/// sender's access link, the three forward links and its receiver's access link; its ACKs
+/// come back the other way. Its base RTT is 2 · (10 + 260 + 5 ms + 2 · 0.1 ms) = 550.4 ms.
+#[test]
+fn routes_cross_the_access_links_and_every_segment_in_order() {
+    let flows = json!([download("cubic", None, 1000), download("cubic", None, 1000)]);
+    let sim = Simulation::new(scenario(geo_path("none", 0.0), flows, 1)).expect("valid");
+    let topo = &sim.topo;
+    use tcplab_core::net::topology::Topology;
+    assert_eq!(topo.route_links(Topology::data_route(1)), [10, 0, 2, 4, 11]);
+    assert_eq!(topo.route_links(Topology::ack_route(1)), [12, 5, 3, 1, 13]);
+    assert_eq!(topo.route_links(Topology::data_route(0)), [6, 0, 2, 4, 7]);
+    assert_eq!(topo.route_link(Topology::ack_route(0), 4), 9);
+    assert_eq!(topo.base_rtt(1).ns(), 550_400_000);
+}

@@ -50,10 +50,19 @@ pub enum Dest {
     Cross { source: u32 },
 }
 
-/// A path through the network and the endpoint at its end.
-#[derive(Debug, Clone)]
+/// A path through the network and the endpoint at its end: its links are
+/// `Topology::route_links[first..first + len]`.
+///
+/// Every hop of every packet reads its route, so the routes are two dense arrays (16 bytes
+/// a route, 4 a link) rather than a list allocated per route: with thousands of flows the
+/// per-route allocations were scattered over the heap and a hop cost a cache miss for the
+/// route and another for its list, which the dense arrays, small enough to stay cached, do
+/// not.
+#[derive(Debug, Clone, Copy)]
 pub struct Route {
-    pub links: Vec<u32>,
+    first: u32,
+    /// Links on the route.
+    pub len: u32,
     pub dest: Dest,
 }
 
@@ -62,6 +71,8 @@ pub struct Route {
 pub struct Topology {
     pub links: Vec<Link>,
     pub routes: Vec<Route>,
+    /// The links of all routes, route after route (`Route::first`).
+    route_links: Vec<u32>,
     /// Forward/reverse link of each segment.
     pub segments: Vec<(String, u32, u32)>,
     /// The forward link of the slowest segment (the one sampled for the series).
@@ -101,7 +112,46 @@ fn access_link(name: String, a: &AccessConfig, host_side: bool, seed: u64) -> Li
     )
 }
 
+/// The routes while they are built.
+struct Routes {
+    routes: Vec<Route>,
+    links: Vec<u32>,
+}
+
+impl Routes {
+    fn with_capacity(n: usize) -> Self {
+        Routes {
+            routes: Vec::with_capacity(n),
+            links: Vec::with_capacity(4 * n),
+        }
+    }
+
+    fn push(&mut self, links: &[u32], dest: Dest) {
+        self.routes.push(Route {
+            first: self.links.len() as u32,
+            len: links.len() as u32,
+            dest,
+        });
+        self.links.extend_from_slice(links);
+    }
+}
+
 impl Topology {
+    /// The links of route `route`, in the order a packet crosses them.
+    #[inline]
+    pub fn route_links(&self, route: u32) -> &[u32] {
+        let r = &self.routes[route as usize];
+        &self.route_links[r.first as usize..(r.first + r.len) as usize]
+    }
+
+    /// The link at position `hop` of route `route`.
+    #[inline]
+    pub fn route_link(&self, route: u32, hop: u16) -> u32 {
+        let r = &self.routes[route as usize];
+        debug_assert!((hop as u32) < r.len);
+        self.route_links[(r.first + hop as u32) as usize]
+    }
+
     /// Route of data packets (sender → receiver) of connection `conn`.
     #[inline]
     pub fn data_route(conn: u32) -> u32 {
@@ -173,7 +223,7 @@ impl Topology {
             Endpoint::Node(n) => n,
             Endpoint::Client => k,
         };
-        let mut routes = Vec::with_capacity(2 * conns.len() + udp_flows.len());
+        let mut routes = Routes::with_capacity(2 * conns.len() + udp_flows.len());
         for (c, plan) in conns.iter().enumerate() {
             let base = access(plan.flow);
             let (a, b) = (pos(plan.from), pos(plan.to));
@@ -194,30 +244,27 @@ impl Topology {
                 ack.push(base + 3);
             }
             let conn = c as u32;
-            routes.push(Route {
-                links: data,
-                dest: Dest::Conn {
+            routes.push(
+                &data,
+                Dest::Conn {
                     conn,
                     side: Side::Receiver,
                 },
-            });
-            routes.push(Route {
-                links: ack,
-                dest: Dest::Conn {
+            );
+            routes.push(
+                &ack,
+                Dest::Conn {
                     conn,
                     side: Side::Sender,
                 },
-            });
+            );
         }
         for &flow in udp_flows {
             let base = access(flow);
             let mut links_u = vec![base];
             links_u.extend(segments.iter().map(|s| s.1));
             links_u.push(base + 1);
-            routes.push(Route {
-                links: links_u,
-                dest: Dest::Udp { flow: flow as u32 },
-            });
+            routes.push(&links_u, Dest::Udp { flow: flow as u32 });
         }
         let slowest = crate::scenario::bottleneck_segment(&segs);
         // Cross traffic crosses one direction of one segment (the bottleneck's unless named)
@@ -233,18 +280,16 @@ impl Topology {
             } else {
                 segments[s].1
             };
-            cross_routes.push(routes.len() as u32);
-            routes.push(Route {
-                links: vec![link],
-                dest: Dest::Cross { source: i as u32 },
-            });
+            cross_routes.push(routes.routes.len() as u32);
+            routes.push(&[link], Dest::Cross { source: i as u32 });
         }
         Topology {
             cross_routes,
             bottleneck_fwd: segments.get(slowest).map_or(0, |s| s.1),
             bottleneck_rev: segments.get(slowest).map_or(1, |s| s.2),
             links,
-            routes,
+            routes: routes.routes,
+            route_links: routes.links,
             segments,
             n_conns: conns.len() as u32,
             media,
@@ -263,7 +308,7 @@ impl Topology {
     pub fn base_rtt(&self, conn: u32) -> SimDuration {
         let mut d = SimDuration::ZERO;
         for r in [Self::data_route(conn), Self::ack_route(conn)] {
-            for &l in &self.routes[r as usize].links {
+            for &l in self.route_links(r) {
                 d += self.links[l as usize].delay;
             }
         }

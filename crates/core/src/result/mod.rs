@@ -463,7 +463,7 @@ fn cross_result(sim: &Simulation) -> Vec<CrossResult> {
         .map(|(src, cfg)| {
             let c = &src.counters;
             let route = sim.topo.cross_routes[src.index as usize];
-            let link = sim.topo.routes[route as usize].links[0];
+            let link = sim.topo.route_links(route)[0];
             CrossResult {
                 id: src.index,
                 kind: cfg.kind_name(),

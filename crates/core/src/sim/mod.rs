@@ -392,7 +392,7 @@ impl Simulation {
             let p = self.pool.get(idx);
             (p.route, p.hop, p.wire_bytes, p.has(pflags::ECT))
         };
-        let link_id = self.topo.routes[route as usize].links[hop as usize];
+        let link_id = self.topo.route_link(route, hop);
         if let Some(t) = self.tracer.as_deref_mut() {
             t.ingress(now, link_id, idx, &self.pool);
         }
@@ -536,7 +536,7 @@ impl Simulation {
             (p.route, p.hop)
         };
         let r = &self.topo.routes[route as usize];
-        if (hop as usize) < r.links.len() {
+        if (hop as u32) < r.len {
             self.forward(now, idx);
             return;
         }
