@@ -133,6 +133,12 @@ def short_names(keys: list[str]) -> dict[str, str]:
                 depth[k] += 1  # "flows.0.cca", not "0.cca"
 
 
+def _cell_key(values: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Group values as a dictionary key: a missing value (NaN, which equals nothing) as one
+    marker."""
+    return tuple("\0missing" if v is None or v != v else v for v in values)
+
+
 def _print_summary(console: Console, study: Study, store: Store, summary: SweepSummary) -> None:
     from rich.table import Table
 
@@ -168,6 +174,11 @@ def _print_summary(console: Console, study: Study, store: Store, summary: SweepS
     columns = sorted(agg[column].dropna().unique()) if column else [None]
     for value in columns:
         table.add_column(str(value) if value is not None else "all", justify="right")
+    # each cell's points, found in one pass (not one scan of the table per cell)
+    cells_of: dict[tuple[Any, ...], pd.DataFrame] = {}
+    if column:
+        for at, part in agg.groupby([*row_keys, column], sort=False, dropna=False):
+            cells_of[_cell_key(at if isinstance(at, tuple) else (at,))] = part
     for group, g in agg.groupby(row_keys, sort=True, dropna=False):
         values = group if isinstance(group, tuple) else (group,)
         cells = [
@@ -179,8 +190,8 @@ def _print_summary(console: Console, study: Study, store: Store, summary: SweepS
             for k, v in zip(row_keys, values, strict=True)
         ]
         for value in columns:
-            cell = g[g[column] == value] if column else g
-            if cell.empty:
+            cell = cells_of.get(_cell_key((*values, value))) if column else g
+            if cell is None or cell.empty:
                 cells.append("-")
                 continue
             gp = float(cell["goodput_bps_mean"].mean()) / 1e6

@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from functools import cache
 from typing import Any, Protocol
 
 from rich.console import Console
@@ -114,14 +115,19 @@ def _store_series(store: Store, spec: RunSpec, result: RunResult, source: Any) -
     from ..results.series_file import convert
 
     name = f"{spec.run_id}.parquet"
-    store.series_dir.mkdir(parents=True, exist_ok=True)
     convert(source, store.series_dir / name, result.series_flows(), result.provenance(), "--db")
     return name
 
 
+@cache
+def _host() -> str:
+    """This host's name (asked once: the sweep's runs all run here)."""
+    return socket.gethostname()
+
+
 def _owner() -> str:
     """Who a series file on its way to the store belongs to: this host and process."""
-    return f"{socket.gethostname()}-{os.getpid()}"
+    return f"{_host()}-{os.getpid()}"
 
 
 def remove_stale_series(store: Store) -> None:
@@ -173,7 +179,7 @@ def run_local(
                 raise disk_full(store.series_dir) from None
             raise core_error(exc, spec.flow_tables) from None
         core_cpu_s, wall_s = time.thread_time() - c0, time.perf_counter() - t0
-        host = socket.gethostname()
+        host = _host()
         result = RunResult.from_json(
             out,
             wall_s=wall_s,
@@ -516,6 +522,7 @@ class _Drive:
             git_commit=self.build.git_commit,
         )
         _check_model(spec, result, str(host))
+        self.committer.store.series_dir.mkdir(parents=True, exist_ok=True)
         name = _store_series(self.committer.store, spec, result, io.BytesIO(series))
         return RunRecord(spec.key, spec.variant, spec.params, spec.normalized, result, name)
 
