@@ -86,6 +86,16 @@ def test_a_ten_million_run_sweep_starts_its_first_run_within_seconds(tmp_path: P
     assert runs, err
     # the grid's order: seeds vary fastest, so the first stored runs are per = 0.0, seeds 1, 2, ...
     assert runs[0][0] == 1 and '"bottleneck.per": 0.0' in str(runs[0][1])
+    # --plan counts what is stored without expanding the grid
+    plan = subprocess.run(
+        [*TCPLAB, "sweep", str(study_file), "--db", str(db), "--plan"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert plan.returncode == 0, plan.stderr
+    assert f"{len(runs)} of 10000000 stored in this definition's revision" in plan.stdout
 
 
 @pytest.fixture
@@ -143,6 +153,34 @@ def test_lazy_sweep_stores_what_the_whole_plan_stores_and_resumes(
     assert _stored(lazy_db) == _stored(eager_db)
     metric = "SELECT run_id, goodput_bps FROM runs ORDER BY run_id"
     assert Store(lazy_db, create=False).query(metric) == Store(eager_db, create=False).query(metric)
+
+
+def test_replacing_a_lazily_planned_revision_keeps_the_runs_its_later_chunks_use(
+    tmp_path: Path, small_chunks: None
+) -> None:
+    """The new definition shares 16 of its 24 runs with the old one (per 0 and 1e-3, seeds
+    1..8); chunks of 3 then 5 runs put most of them after the first chunk, and replacing the
+    revision must neither simulate them again nor keep the 8 runs (per 1e-2) nothing uses."""
+    db = tmp_path / "replace.duckdb"
+    old = run_study(
+        _study({"bottleneck.per": [0.0, 0.001, 0.01], "repetitions": 8}),
+        Store(db),
+        jobs=1,
+        progress=False,
+    )
+    assert (old.ran, old.skipped) == (24, 0)
+    new_study = _study({"bottleneck.per": [0.0, 0.001, 0.02], "repetitions": 8})
+    new = run_study(new_study, Store(db), jobs=1, progress=False, on_change="replace")
+    assert (new.total, new.ran, new.skipped, new.revision) == (24, 8, 16, 1)
+    store = Store(db, create=False)
+    pers = store.query("SELECT DISTINCT params_json FROM revision_runs ORDER BY 1")
+    assert ['"bottleneck.per": 0.01' in str(p[0]) for p in pers] == [False] * 3
+    assert store.query("SELECT count(*) FROM runs") == [(24,)]
+    assert len(list((tmp_path / "replace.duckdb.series").glob("*.parquet"))) == 24
+    # the same runs, and the same numbers, as a sweep of the new definition alone
+    alone = tmp_path / "alone.duckdb"
+    run_study(new_study, Store(alone), jobs=1, progress=False)
+    assert _stored(db) == _stored(alone)
 
 
 def run_study(st: Study, store: Store, **kwargs: object) -> sweep.SweepSummary:

@@ -212,6 +212,18 @@ def _on_change(args: argparse.Namespace) -> str:
     return "replace" if getattr(args, "replace", False) else "refuse"
 
 
+def _revision_runs(store: Any, study: Study, model: int) -> int:
+    """How many runs the revision of `study`'s definition under `model` holds (0: none)."""
+    plan = study.revision_plan(model)
+    found = store.query(
+        "SELECT count(m.run_id) FROM study_revisions s JOIN revision_runs m "
+        "ON m.study = s.study AND m.revision = s.revision "
+        "WHERE s.study = ? AND s.definition_hash = ? AND s.model_version = ?",
+        [plan.study, plan.definition_hash, model],
+    )
+    return int(found[0][0])
+
+
 def _print_plan(study: Study, args: argparse.Namespace) -> int:
     """The grid, the variants and the run count; how many are stored when the database
     exists. Runs nothing and creates nothing."""
@@ -245,6 +257,14 @@ def _print_plan(study: Study, args: argparse.Namespace) -> int:
             f"  more than {LAZY_FROM_RUNS} runs: the sweep plans the grid as it goes and "
             f"skips the runs stored in {db}"
         )
+        if db.exists():
+            from ..study.store import Store
+
+            stored = _revision_runs(Store(db, create=False), study, model)
+            out.print(
+                f"  {db}: {stored} of {study.n_runs} stored in this definition's revision "
+                f"(model version {model}); runs other studies stored are found as it goes"
+            )
         return 0
     if db.exists():
         from ..study.store import Store

@@ -562,9 +562,12 @@ class Store:
         *,
         on_change: str = "refuse",
         wait_s: float = 60.0,
+        keep_runs: bool = False,
     ) -> RevisionChoice:
         """Find or make the revision of `plan` (one transaction) and link the runs of its grid
-        that are already stored.
+        that are already stored. `keep_runs`: a replaced revision's runs stay stored (not
+        linked) for the rest of a grid `members` holds only the start of, until
+        `drop_unused_runs`.
 
         The revision of the same definition and model version is resumed. Otherwise, when the
         study has revisions: if the latest one has the same definition (or an unknown one,
@@ -603,7 +606,9 @@ class Store:
                 if on_change == "replace":
                     revision, status = int(latest), "replaced"
                     note = f"revision {revision} replaced"
-                    deleted = self._drop_revision(con, plan.study, revision, frame)
+                    self._unlink_revision(con, plan.study, revision)
+                    if not keep_runs:
+                        deleted = self._drop_unused(con, frame)
                 elif definition_kept and latest_model != plan.model_version:
                     revision, status = int(latest) + 1, "model"
                     note = (
@@ -661,25 +666,41 @@ class Store:
         )
 
     @staticmethod
-    def _drop_revision(con: Any, study: str, revision: int, keep: pd.DataFrame) -> list[str]:
-        """Delete a revision and the runs that neither another revision nor the new grid
-        (`keep`) uses; returns the series files of the deleted runs."""
+    def _unlink_revision(con: Any, study: str, revision: int) -> None:
+        """Delete a revision and its membership (its runs stay)."""
         con.execute("DELETE FROM revision_runs WHERE study = ? AND revision = ?", [study, revision])
         con.execute(
             "DELETE FROM study_revisions WHERE study = ? AND revision = ?", [study, revision]
         )
-        con.register("keep_grid", keep)
+
+    @staticmethod
+    def _drop_unused(con: Any, keep: pd.DataFrame | None) -> list[str]:
+        """Delete the runs that neither a revision nor `keep` (a grid's `run_id`s) uses;
+        returns the series files of the deleted runs."""
+        kept = ""
+        if keep is not None:
+            con.register("keep_grid", keep)
+            kept = "AND run_id NOT IN (SELECT run_id FROM keep_grid)"
         con.execute(
             "CREATE TEMP TABLE orphans AS SELECT run_id, series_file FROM runs "
-            "WHERE run_id NOT IN (SELECT run_id FROM revision_runs) "
-            "AND run_id NOT IN (SELECT run_id FROM keep_grid)"
+            f"WHERE run_id NOT IN (SELECT run_id FROM revision_runs) {kept}"
         )
         files = [str(r[0]) for r in con.execute("SELECT series_file FROM orphans").fetchall()]
         for table in _RUN_TABLES:
             con.execute(f"DELETE FROM {table} WHERE run_id IN (SELECT run_id FROM orphans)")
         con.execute("DROP TABLE orphans")
-        con.unregister("keep_grid")
+        if keep is not None:
+            con.unregister("keep_grid")
         return [f for f in files if f and f != "None"]
+
+    def drop_unused_runs(self, wait_s: float = 60.0) -> int:
+        """Delete the runs no revision uses, with their series files (what a replaced
+        revision left for a grid planned chunk by chunk); returns how many."""
+        with self._transaction(wait_s) as con:
+            deleted = self._drop_unused(con, None)
+        for name in deleted:
+            (self.series_dir / name).unlink(missing_ok=True)
+        return len(deleted)
 
     def _write_series(self, record: RunRecord) -> str:
         from ..results.export import write_table

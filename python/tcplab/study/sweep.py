@@ -386,6 +386,8 @@ def run_study(
             ran, interrupted = drive(client, workers, stop_after, None)
         finally:
             client.close()
+    if not interrupted:
+        grid.finish()
     return SweepSummary(
         total=grid.total,
         skipped=grid.skipped,
@@ -411,6 +413,8 @@ class _Grid(Protocol):
     note: str
 
     def todo(self) -> Iterator[RunSpec]: ...
+
+    def finish(self) -> None: ...
 
 
 class _EagerGrid:
@@ -438,6 +442,9 @@ class _EagerGrid:
     def todo(self) -> Iterator[RunSpec]:
         return iter(self._todo)
 
+    def finish(self) -> None:
+        """Nothing left to do: a replaced revision's unused runs went when it was replaced."""
+
 
 class _LazyGrid:
     """A grid planned chunk by chunk (`plan_chunks`) as the sweep consumes it. The first chunk
@@ -458,16 +465,25 @@ class _LazyGrid:
         self._chunks = plan_chunks(study, build.model_version, force=force)
         self._plan = replace(study.revision_plan(build.model_version), n_runs=study.n_runs)
         self.total, self.skipped, self.linked = study.n_runs, 0, 0
+        self.replaced = False
         first = next(self._chunks, [])
         self._first = self._open(first, on_change)
         self.revision, self.note = self._revision, self._note
 
     def _open(self, chunk: list[RunSpec], on_change: str) -> list[RunSpec]:
         with sigint_deferred():
+            # a replaced revision's runs stay until the whole grid is linked (`finish`): the
+            # later chunks may use them
             choice = self._store.open_revision(
-                self._plan, members(chunk), self._build, on_change=on_change, wait_s=self._wait_s
+                self._plan,
+                members(chunk),
+                self._build,
+                on_change=on_change,
+                wait_s=self._wait_s,
+                keep_runs=True,
             )
         self._revision, self._note = choice.revision, choice.note
+        self.replaced = self.replaced or choice.status == "replaced"
         todo = [spec for spec in chunk if spec.run_id not in choice.stored]
         self.skipped += len(chunk) - len(todo)
         self.linked += choice.linked
@@ -479,6 +495,14 @@ class _LazyGrid:
         for chunk in self._chunks:
             # the revision exists now: reopening it resumes it whatever `on_change` said
             yield from self._open(chunk, "refuse")
+
+    def finish(self) -> None:
+        """After the whole grid: delete what the revision this sweep replaced left that no
+        revision uses. (An interrupted sweep leaves it: resumed, the sweep links what its
+        grid needs of it; the rest goes with the next replacement.)"""
+        if self.replaced:
+            with sigint_deferred():
+                self._store.drop_unused_runs(self._wait_s)
 
 
 def _dask_client(scheduler: str) -> Any:
