@@ -20,6 +20,7 @@ from matplotlib import rc_context
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
+from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from ..errors import ScenarioError
@@ -195,6 +196,8 @@ def _panel(ax: Axes, chart: Chart, index: int, style: Style) -> None:
     ax.set_ylabel(panel.ylabel)
     if panel.title:
         ax.set_title(panel.title)
+    for axis in (ax.xaxis, ax.yaxis):
+        _minor_marks(ax, axis)
     if panel.notes:
         ax.text(
             0.985,
@@ -274,6 +277,44 @@ def _over_time(
         kw["ms"] = style.marker_size * 0.8
     (line,) = ax.plot(xs, ys, label=s.label, **kw)
     line.set_gid(gid)
+
+
+def _minor_marks(ax: Axes, axis: Any) -> None:
+    """A log axis' unlabelled minor ticks as one line of tick-shaped markers instead of one
+    tick object each (the same marks; dozens of tick objects per panel cost more to lay out
+    and draw than the panel's data). Minor ticks with a label stay ticks."""
+    if axis.get_scale() != "log" or isinstance(axis.get_minor_locator(), NullLocator):
+        return
+    low, high = sorted(axis.get_view_interval())
+    locs = [v for v in axis.get_minorticklocs() if low <= v <= high]
+    if not locs or any(axis.minor.formatter.format_ticks(locs)):
+        return
+    tick = axis.get_minor_ticks(1)[0]
+    if tick.tick2line.get_visible() or tick.gridline.get_visible():
+        return
+    mark = tick.tick1line
+    if axis is ax.xaxis:
+        transform, xs, ys = ax.get_xaxis_transform(which="tick1"), locs, [0.0] * len(locs)
+    else:
+        transform, xs, ys = ax.get_yaxis_transform(which="tick1"), [0.0] * len(locs), locs
+    # an artist, not a data line: the marks must not widen the data limits
+    ax.add_artist(
+        Line2D(
+            xs,
+            ys,
+            ls="none",
+            marker=mark.get_marker(),
+            ms=mark.get_markersize(),
+            mew=mark.get_markeredgewidth(),
+            color=mark.get_markeredgecolor(),
+            transform=transform,
+            clip_on=False,
+            zorder=axis.get_zorder(),
+            gid=f"minor-{axis.axis_name}",
+            visible=mark.get_visible(),
+        )
+    )
+    axis.set_minor_locator(NullLocator())
 
 
 def _x(x: float | str, zero: float | None) -> float:
