@@ -135,8 +135,14 @@ def source(args: argparse.Namespace) -> dict[str, Any]:
         sampler.start()
         chunk, left = memoryview(bytes(_CHUNK)), args.size
         if args.size == 0:  # bulk: write until the stop time (a blocked send waits there)
-            while _now() < args.stop_mono_ns:
-                sock.send(chunk)
+            while (left_ns := args.stop_mono_ns - _now()) > 0:
+                # no longer than that: a send blocked behind a retransmission timeout (seconds
+                # on a lossy long path) must not outlast the run and its grace
+                sock.settimeout(left_ns / 1e9)
+                try:
+                    sock.send(chunk)
+                except TimeoutError:
+                    break
             out["written_mono_ns"] = _now()
             _abort(sock, sampler)
             out["samples"] = sampler.samples
