@@ -373,6 +373,30 @@ def test_keep_stale_uses_another_builds_runs_and_emulates_only_the_missing_cases
     assert second is not None and not second.stale and second.identity == HERE_IDENTITY
 
 
+def test_a_failed_kernel_run_is_reported_and_the_matrix_goes_on(tmp_path: Path) -> None:
+    cases, by_hash = recorded_cases()
+    from tcplab.realstack.errors import EmulationError
+
+    def first_fails(normalized: Mapping[str, Any]) -> Emulation:
+        from tcplab.study.grid import scenario_hash
+
+        if scenario_hash(normalized) == cases[0].scenario_hash:
+            raise EmulationError("fileflow client 0 printed no JSON")
+        return emulation_of(by_hash[scenario_hash(normalized)])
+
+    failures: list[str] = []
+    with KernelCache(tmp_path / "cache.duckdb") as cache:
+        results = matrix.run_matrix(
+            cases, cache, HERE_IDENTITY, emulate=first_fails, failures=failures
+        )
+        assert len(cache.keys()) == 1  # the other case's run is stored
+    assert [r.kernel is not None for r in results] == [False, True]
+    assert failures == [f"{cases[0].label}: fileflow client 0 printed no JSON"]
+    # without a list to note failures in, the first one ends the matrix as before
+    with KernelCache(tmp_path / "other.duckdb") as cache, pytest.raises(EmulationError):
+        matrix.run_matrix(cases, cache, HERE_IDENTITY, emulate=first_fails)
+
+
 def test_an_interrupted_matrix_keeps_its_finished_kernel_runs(tmp_path: Path) -> None:
     cases, by_hash = recorded_cases()
     db = tmp_path / "cache.duckdb"

@@ -281,6 +281,7 @@ def _matrix(args: argparse.Namespace) -> int:
             from ..realstack import features
 
             features.check_base()  # before simulating: say what the machine lacks at once
+        failures: list[str] = []
         try:
             results = matrix.run_matrix(
                 cases,
@@ -291,6 +292,7 @@ def _matrix(args: argparse.Namespace) -> int:
                 rerun_kernel=args.rerun_kernel,
                 keep_stale=args.keep_stale,
                 progress=progress,
+                failures=failures,
             )
         except KeyboardInterrupt:
             progress(
@@ -318,6 +320,14 @@ def _matrix(args: argparse.Namespace) -> int:
         print_matrix(summary)
         if written:
             print("wrote " + ", ".join(str(path) for path in written))
+    if failures:
+        # the table is written (those cases marked without a kernel run); the status says so
+        print(
+            f"error: {len(failures)} kernel run(s) failed; the same command tries them again: "
+            + "; ".join(failures),
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

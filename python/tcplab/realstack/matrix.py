@@ -36,6 +36,7 @@ from ..scenario.load import Overrides, load_scenario, override_pairs
 from ..scenario.normalize import normalize
 from ..units import parse_duration_ns
 from .emulate import Emulation
+from .errors import EmulationError
 from .kernel_cache import CacheKey, Identity, KernelCache
 from .validate import goodput_models
 
@@ -283,11 +284,14 @@ def run_matrix(
     rerun_kernel: bool = False,
     keep_stale: bool = False,
     progress: Callable[[str], None] = lambda _: None,
+    failures: list[str] | None = None,
 ) -> list[CaseResult]:
     """Simulate every case (in parallel: fast), take each kernel run from `cache` or (unless
     `sim_only`) emulate it, one at a time, storing each as soon as it is done. With
     `keep_stale`, a run made by another kernel, emulator build or tcplab counts (marked
-    stale) and only the cases without any run are emulated."""
+    stale) and only the cases without any run are emulated. With `failures`, a kernel run
+    that fails is noted there (and the case left without one) instead of ending the matrix:
+    hours of other cases should not wait on one."""
     progress(f"simulating {len(matrix)} case(s)")
     simulated = run_normalized_parallel([case.normalized for case in matrix])
     kernel: dict[int, KernelSide] = {}
@@ -315,7 +319,14 @@ def run_matrix(
                 f"kernel {n}/{len(todo)}: {case.label} ({case.duration_s:g} s; "
                 f"~{_minutes(todo[n - 1 :], matrix)} min left)"
             )
-            emulation = emulate(case.normalized)
+            try:
+                emulation = emulate(case.normalized)
+            except EmulationError as err:
+                if failures is None:
+                    raise
+                failures.append(f"{case.label}: {err}")
+                progress(f"  failed: {err} (the same command tries it again)")
+                continue
             result = emulation.result
             sim_bps, kernel_bps = simulated[i].flows[0].goodput_bps, result.flows[0].goodput_bps
             progress(
