@@ -482,8 +482,9 @@ class WifiSpec(_Model):
     distance_m: Metres = 5.0
     stations: list[WifiStationSpec] = Field(default_factory=list)
     background: list[WifiBackgroundSpec] = Field(default_factory=list)
-    # the AP's service order: per-station queues in turn (the core's default) or one FIFO
-    ap_queue: Literal["per-station", "fifo"] | None = None
+    # the AP's queueing: per-station queues in turn (the core's default), one FIFO, or
+    # per-station queues in turn each managed by CoDel (mac80211's FQ-CoDel)
+    ap_queue: Literal["per-station", "fifo", "fq-codel"] | None = None
 
     def normalized(self) -> dict[str, Any]:
         """The core's `WifiConfig` (`ap_queue` only when written: the core holds its

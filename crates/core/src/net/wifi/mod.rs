@@ -33,14 +33,22 @@
 //! per-station queues round-robin (mac80211's per-station TXQs); their sum is limited by
 //! the forward direction's DropTail queue.
 //!
+//! With `ap_queue = "fq-codel"` each per-station queue is managed by CoDel, as mac80211's
+//! FQ-CoDel intermediate queues are (per station, target 20 ms, interval 100 ms, ECN on):
+//! frames wait unsequenced until the AP builds an A-MPDU, and CoDel decides, frame by
+//! frame as they leave, whether to drop one (or CE-mark an ECN-capable one); a frame that
+//! left gets its sequence number and is never dropped by CoDel again (retransmissions
+//! keep their place). The arrivals are still bounded by the forward direction's limit.
+//!
 //! Not modelled: RTS/CTS, hidden terminals, TXOP bursts, capture, the ACK timeout/EIFS.
 pub mod phy;
 pub mod radio;
 
 use crate::engine::rng::SimRng;
 use crate::engine::time::{SimDuration, SimTime};
+use crate::net::aqm::codel::{Codel, PacketQueue, Queued};
 use crate::net::link::QueueLimit;
-use crate::scenario::{ApQueue, DirConfig, WifiConfig};
+use crate::scenario::{ApQueue, CodelConfig, DirConfig, WifiConfig};
 use phy::{
     ampdu_subframe_bytes, Band, Phy, Standard, ACK_BYTES, BA_WINDOW_MPDUS, BLOCK_ACK_BYTES,
     PPDU_MAX_NS,
@@ -51,6 +59,12 @@ use std::collections::{BTreeMap, VecDeque};
 const NO_PACKET: u32 = u32::MAX;
 /// Frames a background station keeps waiting at most.
 const BACKGROUND_QUEUE_FRAMES: usize = 1000;
+/// mac80211's CoDel parameters for a station's queue (`sta_info.c`: 20 ms, 100 ms, ECN).
+pub const AP_CODEL: CodelConfig = CodelConfig {
+    target_ns: 20_000_000,
+    interval_ns: 100_000_000,
+    ecn: true,
+};
 
 /// What a channel access did to a simulation packet.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -63,6 +77,10 @@ pub enum WifiOutput {
     },
     /// `pkt` was discarded after the retry limit.
     Dropped { forward: bool, pkt: u32 },
+    /// CoDel at the AP dropped `pkt` (forward direction).
+    AqmDropped { pkt: u32 },
+    /// CoDel at the AP marked `pkt` Congestion Experienced.
+    Marked { pkt: u32 },
 }
 
 #[derive(Copy, Clone, Debug)]
@@ -78,7 +96,11 @@ struct Mpdu {
 /// Frames from one transmitter to one receiver, with the receiver's reorder buffer.
 #[derive(Debug)]
 struct TxQueue {
+    /// Frames with their sequence numbers (the next PPDU's first).
     q: VecDeque<Mpdu>,
+    /// With CoDel: frames not yet dequeued (no sequence number yet), and CoDel's state.
+    fresh: PacketQueue,
+    codel: Option<Codel>,
     next_seq: u64,
     /// Next sequence number the receiver hands on, and what it holds beyond a gap.
     rx_next: u64,
@@ -92,12 +114,18 @@ impl TxQueue {
     fn new(mode: usize, p_bit: f64) -> TxQueue {
         TxQueue {
             q: VecDeque::new(),
+            fresh: PacketQueue::default(),
+            codel: None,
             next_seq: 0,
             rx_next: 0,
             held: BTreeMap::new(),
             mode,
             p_bit,
         }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.q.is_empty() && self.fresh.is_empty()
     }
 
     /// The receiver got (`Some(pkt)`) or the sender gave up on (`None`) MPDU `seq`:
@@ -293,7 +321,11 @@ impl WifiMedium {
         let ap_queues = (0..n_stations)
             .map(|i| {
                 let (mode, p) = radio(w.ap_tx_power_dbm, station(i).1);
-                TxQueue::new(mode, p)
+                let mut q = TxQueue::new(mode, p);
+                if w.ap_queue == ApQueue::FqCodel {
+                    q.codel = Some(Codel::new(&AP_CODEL));
+                }
+                q
             })
             .collect();
         contenders.push(blank(Role::AccessPoint, ap_queues, limit_of(forward)));
@@ -359,8 +391,9 @@ impl WifiMedium {
         }
     }
 
-    /// Offer packet `pkt` (IP size `ip_bytes`) at `now`: from the AP to flow `station`'s
-    /// station (`forward`), or from that station to the AP. False: the queue was full.
+    /// Offer packet `pkt` (IP size `ip_bytes`, ECN-capable transport if `ect`) at `now`:
+    /// from the AP to flow `station`'s station (`forward`), or from that station to the
+    /// AP. False: the queue was full.
     pub fn enqueue(
         &mut self,
         now: SimTime,
@@ -368,6 +401,7 @@ impl WifiMedium {
         station: usize,
         pkt: u32,
         ip_bytes: u32,
+        ect: bool,
     ) -> bool {
         let (c, q) = if forward {
             (0, station)
@@ -377,24 +411,34 @@ impl WifiMedium {
         if self.contenders[c].full(ip_bytes) {
             return false;
         }
-        self.push(c, q, now, pkt, ip_bytes);
+        self.push(c, q, now, pkt, ip_bytes, ect);
         true
     }
 
-    fn push(&mut self, c: usize, q: usize, now: SimTime, pkt: u32, ip_bytes: u32) {
+    fn push(&mut self, c: usize, q: usize, now: SimTime, pkt: u32, ip_bytes: u32, ect: bool) {
         let busy = now < self.idle_since + SimDuration(self.aifs_ns);
         let k = &mut self.contenders[c];
         let was_empty = k.backlog_pkts == 0;
         let tq = &mut k.queues[q];
-        tq.q.push_back(Mpdu {
-            pkt,
-            ip_bytes,
-            seq: tq.next_seq,
-            attempts: 0,
-            arrival: k.arrivals,
-        });
+        if tq.codel.is_some() {
+            tq.fresh.push(Queued {
+                pkt,
+                bytes: ip_bytes,
+                enq: now,
+                ect,
+                ce: false,
+            });
+        } else {
+            tq.q.push_back(Mpdu {
+                pkt,
+                ip_bytes,
+                seq: tq.next_seq,
+                attempts: 0,
+                arrival: k.arrivals,
+            });
+            tq.next_seq += 1;
+        }
         k.arrivals += 1;
-        tq.next_seq += 1;
         k.backlog_pkts += 1;
         k.backlog_bytes += ip_bytes as u64;
         if was_empty {
@@ -424,7 +468,12 @@ impl WifiMedium {
         self.contenders
             .iter()
             .flat_map(|c| c.queues.iter())
-            .flat_map(|q| q.q.iter().map(|m| m.pkt).chain(q.held.values().copied()))
+            .flat_map(|q| {
+                q.q.iter()
+                    .map(|m| m.pkt)
+                    .chain(q.fresh.iter().map(|p| p.pkt))
+                    .chain(q.held.values().copied())
+            })
             .filter(|&p| p != NO_PACKET)
     }
 
@@ -567,12 +616,41 @@ impl WifiMedium {
         } else {
             (0..nq)
                 .map(|j| (k.rr + j) % nq)
-                .find(|&j| !k.queues[j].q.is_empty())
+                .find(|&j| !k.queues[j].is_empty())
                 .expect("a transmitter has frames")
         };
         k.rr = (qi + 1) % nq;
         let tq = &mut k.queues[qi];
         let mode = tq.mode;
+        if let Some(codel) = tq.codel.as_mut() {
+            // Frames leave CoDel's queue for this PPDU (at most as many as it can carry),
+            // each getting its sequence number as it leaves.
+            while tq.q.len() < self.max_mpdus as usize {
+                let mut dropped = |p: Queued| {
+                    k.backlog_pkts -= 1;
+                    k.backlog_bytes -= p.bytes as u64;
+                    out.push(WifiOutput::AqmDropped { pkt: p.pkt });
+                };
+                let Some(p) = codel.dequeue(now, &mut tq.fresh, &mut dropped) else {
+                    break;
+                };
+                if p.ce {
+                    out.push(WifiOutput::Marked { pkt: p.pkt });
+                }
+                tq.q.push_back(Mpdu {
+                    pkt: p.pkt,
+                    ip_bytes: p.bytes,
+                    seq: tq.next_seq,
+                    attempts: 0,
+                    arrival: 0,
+                });
+                tq.next_seq += 1;
+            }
+            if tq.q.is_empty() {
+                // CoDel dropped everything waiting: nothing to send after all.
+                return Self::charge(k, now, now);
+            }
+        }
         // Build the PPDU from the head of the queue.
         let (mut n, mut psdu, mut dur) = (0u32, 0u32, 0u64);
         for m in tq.q.iter() {

@@ -38,13 +38,13 @@ fn saturate(m: &mut WifiMedium, up: usize, down: bool, secs: u64) -> Vec<u64> {
     let fill = |m: &mut WifiMedium, now: SimTime, next_pkt: &mut u32| {
         for s in 0..up {
             while m.contenders[1 + s].backlog_pkts < 100 {
-                m.enqueue(now, false, s, *next_pkt, IP_BYTES);
+                m.enqueue(now, false, s, *next_pkt, IP_BYTES, false);
                 *next_pkt = next_pkt.wrapping_add(1) % (u32::MAX - 1);
             }
         }
         if down {
             while m.contenders[0].backlog_pkts < 100 {
-                m.enqueue(now, true, 0, *next_pkt, IP_BYTES);
+                m.enqueue(now, true, 0, *next_pkt, IP_BYTES, false);
                 *next_pkt = next_pkt.wrapping_add(1) % (u32::MAX - 1);
             }
         }
@@ -292,13 +292,13 @@ fn downlink_data_and_uplink_acks_contend_as_three_stations() {
                 dest: &mut std::collections::HashMap<u32, usize>| {
         for s in 0..2 {
             while m.contenders[1 + s].backlog_pkts < 100 {
-                m.enqueue(now, false, s, *next, IP_BYTES);
+                m.enqueue(now, false, s, *next, IP_BYTES, false);
                 *next += 1;
             }
         }
         while m.contenders[0].backlog_pkts < 200 {
             let s = (*next % 2) as usize;
-            m.enqueue(now, true, s, *next, IP_BYTES);
+            m.enqueue(now, true, s, *next, IP_BYTES, false);
             dest.insert(*next, s);
             *next += 1;
         }
@@ -348,7 +348,7 @@ fn ap_shares(ap_queue: ApQueue) -> [u64; 2] {
     let end = SimTime(5_000_000_000);
     let mut next = 0u32;
     let mut offer = |med: &mut WifiMedium, t: SimTime, s: usize| {
-        assert!(med.enqueue(t, true, s, 2 * next + s as u32, IP_BYTES));
+        assert!(med.enqueue(t, true, s, 2 * next + s as u32, IP_BYTES, false));
         next += 1;
     };
     for i in 0..400 {
@@ -390,4 +390,84 @@ fn fifo_ap_serves_stations_in_arrival_order_per_station_queues_in_turn() {
     eprintln!("per-station {rr:?} ({r_rr:.3}), fifo {fifo:?} ({r_fifo:.3})");
     assert!((r_rr - 1.0).abs() < 0.01, "per-station {r_rr}");
     assert!((r_fifo - 3.0).abs() < 0.03, "fifo {r_fifo}");
+}
+
+/// The AP alone (802.11a at 54 Mbit/s, no aggregation) gets frames for station 0 at 1.1×
+/// the rate it can send them (one exchange: 393.5 µs on average, see above) for 20 s, with
+/// a 1000-frame queue. Returns the mean time from arrival to delivery of the frames
+/// delivered in the last 10 s (ms), and how many frames were offered, refused at the
+/// limit, delivered (in order, checked) and dropped by CoDel, and are still held.
+fn ap_overload(ap_queue: ApQueue) -> (f64, [u64; 5]) {
+    let mut cfg = wifi("a", "5");
+    (cfg.mcs, cfg.ap_queue) = (Some(7), ap_queue);
+    let d = DirConfig::droptail(1_000_000, 0, 1000);
+    let mut med = WifiMedium::new("w", &cfg, &d, &d, 1, 11);
+    let gap_ns = (393.5e3 / 1.1) as u64;
+    let end = SimTime(20_000_000_000);
+    let mut arrived: Vec<SimTime> = Vec::new();
+    let (mut sum_ns, mut n) = (0u64, 0u64);
+    let [mut refused, mut delivered, mut dropped] = [0u64; 3];
+    let mut last = None;
+    let mut out = Vec::new();
+    let mut next_arrival = SimTime::ZERO;
+    loop {
+        let t = match med.arm_wakeup().or(med.armed) {
+            Some(w) if w <= next_arrival => w,
+            _ => next_arrival,
+        };
+        if t >= end {
+            break;
+        }
+        if t == next_arrival {
+            if !med.enqueue(t, true, 0, arrived.len() as u32, IP_BYTES, false) {
+                refused += 1;
+            }
+            arrived.push(t);
+            next_arrival = t + SimDuration(gap_ns);
+            continue;
+        }
+        med.on_wake(t, &mut out);
+        for o in out.drain(..) {
+            match o {
+                WifiOutput::Deliver { pkt, at, .. } => {
+                    assert!(last < Some(pkt), "{pkt} after {last:?}");
+                    last = Some(pkt);
+                    delivered += 1;
+                    if at.ns() >= 10_000_000_000 {
+                        sum_ns += at.since(arrived[pkt as usize]).ns();
+                        n += 1;
+                    }
+                }
+                WifiOutput::AqmDropped { .. } => dropped += 1,
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+    let held = med.in_flight().count() as u64;
+    let counts = [arrived.len() as u64, refused, delivered, dropped, held];
+    (sum_ns as f64 / n as f64 / 1e6, counts)
+}
+
+#[test]
+fn codel_at_the_ap_drops_at_dequeue_and_loses_or_reorders_nothing_else() {
+    // DropTail: the queue fills (10 % too much offered) and a frame waits for the 1000
+    // before it, 1000 × 393.5 µs = 393.5 ms (Little's law), plus its own exchange.
+    let (droptail_ms, [offered, refused, delivered, dropped, held]) =
+        ap_overload(ApQueue::PerStation);
+    eprintln!("DropTail: {droptail_ms:.1} ms; {offered} {refused} {delivered} {dropped} {held}");
+    assert!(
+        (droptail_ms / 393.9 - 1.0).abs() < 0.05,
+        "DropTail {droptail_ms} ms"
+    );
+    assert_eq!(dropped, 0);
+    assert_eq!(offered, refused + delivered + held);
+    // CoDel drops as frames leave (the sequence numbers come after it, so the receiver
+    // waits for no gap): every frame is delivered in order, dropped, refused or held.
+    let (codel_ms, [offered, refused, delivered, dropped, held]) = ap_overload(ApQueue::FqCodel);
+    eprintln!("CoDel: {codel_ms:.1} ms; {offered} {refused} {delivered} {dropped} {held}");
+    assert!(
+        dropped > 0 && codel_ms < droptail_ms / 2.0,
+        "CoDel {codel_ms} ms"
+    );
+    assert_eq!(offered, refused + delivered + dropped + held);
 }
