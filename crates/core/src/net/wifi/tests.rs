@@ -33,7 +33,6 @@ fn wifi(standard: &str, band: &str) -> WifiConfig {
 /// bytes each contender delivered.
 fn saturate(m: &mut WifiMedium, up: usize, down: bool, secs: u64) -> Vec<u64> {
     let end = SimTime(secs * 1_000_000_000);
-    let mut out = Vec::new();
     let mut next_pkt = 0u32;
     let fill = |m: &mut WifiMedium, now: SimTime, next_pkt: &mut u32| {
         for s in 0..up {
@@ -50,20 +49,31 @@ fn saturate(m: &mut WifiMedium, up: usize, down: bool, secs: u64) -> Vec<u64> {
         }
     };
     fill(m, SimTime::ZERO, &mut next_pkt);
+    drive(m, end, |m, t, _| fill(m, t, &mut next_pkt));
+    m.contenders
+        .iter()
+        .map(|c| c.stats.delivered * IP_BYTES as u64)
+        .collect()
+}
+
+/// Every channel access of `m` before `end`: `each` sees what it output (then discarded)
+/// and may offer more frames.
+fn drive(
+    m: &mut WifiMedium,
+    end: SimTime,
+    mut each: impl FnMut(&mut WifiMedium, SimTime, &mut Vec<WifiOutput>),
+) {
+    let mut out = Vec::new();
     let mut wake = m.arm_wakeup();
     while let Some(t) = wake {
         if t >= end {
             break;
         }
         m.on_wake(t, &mut out);
+        each(m, t, &mut out);
         out.clear();
-        fill(m, t, &mut next_pkt);
         wake = m.arm_wakeup().or(m.armed);
     }
-    m.contenders
-        .iter()
-        .map(|c| c.stats.delivered * IP_BYTES as u64)
-        .collect()
 }
 
 fn medium(w: &WifiConfig, n: usize, seed: u64) -> WifiMedium {
@@ -303,14 +313,8 @@ fn downlink_data_and_uplink_acks_contend_as_three_stations() {
             *next += 1;
         }
     };
-    let mut out = Vec::new();
     fill(&mut med, SimTime::ZERO, &mut next_pkt, &mut dest);
-    let mut wake = med.arm_wakeup();
-    while let Some(t) = wake {
-        if t >= end {
-            break;
-        }
-        med.on_wake(t, &mut out);
+    drive(&mut med, end, |m, t, out| {
         for o in out.drain(..) {
             if let WifiOutput::Deliver {
                 forward: true, pkt, ..
@@ -319,9 +323,8 @@ fn downlink_data_and_uplink_acks_contend_as_three_stations() {
                 to_station[dest[&pkt]] += IP_BYTES as u64;
             }
         }
-        fill(&mut med, t, &mut next_pkt, &mut dest);
-        wake = med.arm_wakeup().or(med.armed);
-    }
+        fill(m, t, &mut next_pkt, &mut dest);
+    });
     let per: Vec<f64> = med
         .contenders
         .iter()
@@ -354,13 +357,8 @@ fn ap_shares(ap_queue: ApQueue) -> [u64; 2] {
     for i in 0..400 {
         offer(&mut med, SimTime::ZERO, usize::from(i % 4 == 3));
     }
-    let (mut to, mut out) = ([0u64; 2], Vec::new());
-    let mut wake = med.arm_wakeup();
-    while let Some(t) = wake {
-        if t >= end {
-            break;
-        }
-        med.on_wake(t, &mut out);
+    let mut to = [0u64; 2];
+    drive(&mut med, end, |med, t, out| {
         for o in out.drain(..) {
             if let WifiOutput::Deliver {
                 forward: true, pkt, ..
@@ -371,11 +369,10 @@ fn ap_shares(ap_queue: ApQueue) -> [u64; 2] {
         }
         for (s, level) in [(0usize, 300usize), (1, 100)] {
             while med.contenders[0].queues[s].q.len() < level {
-                offer(&mut med, t, s);
+                offer(med, t, s);
             }
         }
-        wake = med.arm_wakeup().or(med.armed);
-    }
+    });
     to
 }
 
