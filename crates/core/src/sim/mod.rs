@@ -501,6 +501,11 @@ impl Simulation {
                     self.topo.links[link_id as usize].stats.error_drops += 1;
                     self.drop_packet(pkt);
                 }
+                WifiOutput::Refused { forward, pkt } => {
+                    let link_id = if forward { f } else { r };
+                    self.topo.links[link_id as usize].stats.queue_drops += 1;
+                    self.drop_packet(pkt);
+                }
                 WifiOutput::AqmDropped { pkt } => {
                     self.topo.links[f as usize].stats.aqm_drops += 1;
                     self.drop_packet(pkt);

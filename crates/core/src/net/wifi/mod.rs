@@ -40,6 +40,13 @@
 //! left gets its sequence number and is never dropped by CoDel again (retransmissions
 //! keep their place). The arrivals are still bounded by the forward direction's limit.
 //!
+//! With `server_on_wifi` each flow's sender is a station too (the data's first hop is its
+//! uplink to the AP, the AP relays it down to the receiver's station; ACKs go the other
+//! way through the AP), so every packet takes two exchanges on the one medium. A relayed
+//! frame joins the AP's queue at the end of the PPDU that brought it (in order, through
+//! the AP's reorder buffer); the hop's propagation delay is added once, on the last
+//! exchange.
+//!
 //! Not modelled: RTS/CTS, hidden terminals, TXOP bursts, capture, the ACK timeout/EIFS.
 pub mod phy;
 pub mod radio;
@@ -81,12 +88,30 @@ pub enum WifiOutput {
     AqmDropped { pkt: u32 },
     /// CoDel at the AP marked `pkt` Congestion Experienced.
     Marked { pkt: u32 },
+    /// The AP's queue was full when relayed `pkt` reached it.
+    Refused { forward: bool, pkt: u32 },
 }
+
+/// A frame's packet as the reorder buffer hands it on (to the next hop or the AP's queue).
+#[derive(Copy, Clone, Debug)]
+struct Frame {
+    pkt: u32,
+    ip_bytes: u32,
+    ect: bool,
+}
+
+/// What the reorder buffer holds at a gap's sequence number: nothing to hand on.
+const GAP: Frame = Frame {
+    pkt: NO_PACKET,
+    ip_bytes: 0,
+    ect: false,
+};
 
 #[derive(Copy, Clone, Debug)]
 struct Mpdu {
     pkt: u32,
     ip_bytes: u32,
+    ect: bool,
     seq: u64,
     attempts: u32,
     /// Arrival order at the transmitter (across its receivers' queues).
@@ -104,7 +129,7 @@ struct TxQueue {
     next_seq: u64,
     /// Next sequence number the receiver hands on, and what it holds beyond a gap.
     rx_next: u64,
-    held: BTreeMap<u64, u32>,
+    held: BTreeMap<u64, Frame>,
     /// Rate index and bit error probability of this radio link.
     mode: usize,
     p_bit: f64,
@@ -130,19 +155,19 @@ impl TxQueue {
 
     /// The receiver got (`Some(pkt)`) or the sender gave up on (`None`) MPDU `seq`:
     /// hand on everything now in order.
-    fn resolve(&mut self, seq: u64, pkt: Option<u32>, mut deliver: impl FnMut(u32)) {
+    fn resolve(&mut self, seq: u64, frame: Option<Frame>, released: &mut Vec<Frame>) {
         if seq == self.rx_next && self.held.is_empty() {
             self.rx_next += 1;
-            if let Some(p) = pkt.filter(|&p| p != NO_PACKET) {
-                deliver(p);
+            if let Some(f) = frame.filter(|f| f.pkt != NO_PACKET) {
+                released.push(f);
             }
             return;
         }
-        self.held.insert(seq, pkt.unwrap_or(NO_PACKET));
-        while let Some(p) = self.held.remove(&self.rx_next) {
+        self.held.insert(seq, frame.unwrap_or(GAP));
+        while let Some(f) = self.held.remove(&self.rx_next) {
             self.rx_next += 1;
-            if p != NO_PACKET {
-                deliver(p);
+            if f.pkt != NO_PACKET {
+                released.push(f);
             }
         }
     }
@@ -152,8 +177,10 @@ impl TxQueue {
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Role {
     AccessPoint,
-    /// The station of flow `n`.
+    /// The station of flow `n`'s receiver (the sender's too without `server_on_wifi`).
     Station(usize),
+    /// The station of flow `n`'s sender (`server_on_wifi`).
+    Server(usize),
     /// Background station number `n`.
     Background(usize),
 }
@@ -233,6 +260,12 @@ pub struct WifiMedium {
     max_mpdus: u32,
     /// The AP serves its stations in arrival order instead of round-robin.
     ap_fifo: bool,
+    /// Flows (receiver stations); with `server_on_wifi` their senders are stations too and
+    /// the AP has a queue toward each (after the receivers').
+    n_stations: usize,
+    server_on_wifi: bool,
+    /// Frames on their way into the AP's queue `queue` (relayed), in time order.
+    relays: VecDeque<(SimTime, usize, Frame)>,
     frame_errors: bool,
     armed: Option<SimTime>,
     backoff_rng: SimRng,
@@ -318,9 +351,21 @@ impl WifiMedium {
             stats: ContenderStats::default(),
         };
         let mut contenders = Vec::new();
-        let ap_queues = (0..n_stations)
+        // toward each receiver, then (server_on_wifi) toward each sender at the link's default
+        // distance
+        let n_ap_queues = if w.server_on_wifi {
+            2 * n_stations
+        } else {
+            n_stations
+        };
+        let ap_queues = (0..n_ap_queues)
             .map(|i| {
-                let (mode, p) = radio(w.ap_tx_power_dbm, station(i).1);
+                let distance = if i < n_stations {
+                    station(i).1
+                } else {
+                    w.distance_m
+                };
+                let (mode, p) = radio(w.ap_tx_power_dbm, distance);
                 let mut q = TxQueue::new(mode, p);
                 if w.ap_queue == ApQueue::FqCodel {
                     q.codel = Some(Codel::new(&AP_CODEL));
@@ -337,6 +382,16 @@ impl WifiMedium {
                 vec![TxQueue::new(mode, p)],
                 limit_of(reverse),
             ));
+        }
+        if w.server_on_wifi {
+            for i in 0..n_stations {
+                let (mode, p) = radio(w.tx_power_dbm, w.distance_m);
+                contenders.push(blank(
+                    Role::Server(i),
+                    vec![TxQueue::new(mode, p)],
+                    limit_of(forward),
+                ));
+            }
         }
         let mut source_rng = SimRng::substream(seed, &format!("wifi/{name}/background"));
         let mut n_bg = 0;
@@ -382,6 +437,9 @@ impl WifiMedium {
             retry_limit: w.retry_limit.max(1),
             max_mpdus,
             ap_fifo: w.ap_queue == ApQueue::Fifo,
+            n_stations,
+            server_on_wifi: w.server_on_wifi,
+            relays: VecDeque::new(),
             frame_errors: w.frame_errors,
             armed: None,
             backoff_rng: SimRng::substream(seed, &format!("wifi/{name}/backoff")),
@@ -403,10 +461,10 @@ impl WifiMedium {
         ip_bytes: u32,
         ect: bool,
     ) -> bool {
-        let (c, q) = if forward {
-            (0, station)
-        } else {
-            (1 + station, 0)
+        let (c, q) = match (forward, self.server_on_wifi) {
+            (true, false) => (0, station),
+            (true, true) => (1 + self.n_stations + station, 0),
+            (false, _) => (1 + station, 0),
         };
         if self.contenders[c].full(ip_bytes) {
             return false;
@@ -432,6 +490,7 @@ impl WifiMedium {
             tq.q.push_back(Mpdu {
                 pkt,
                 ip_bytes,
+                ect,
                 seq: tq.next_seq,
                 attempts: 0,
                 arrival: k.arrivals,
@@ -454,7 +513,8 @@ impl WifiMedium {
         self.contenders
             .iter()
             .filter(|c| match c.role {
-                Role::AccessPoint => forward,
+                // the AP's few ACKs toward senders count with its data
+                Role::AccessPoint | Role::Server(_) => forward,
                 Role::Station(_) => !forward,
                 Role::Background(_) => false,
             })
@@ -472,8 +532,9 @@ impl WifiMedium {
                 q.q.iter()
                     .map(|m| m.pkt)
                     .chain(q.fresh.iter().map(|p| p.pkt))
-                    .chain(q.held.values().copied())
+                    .chain(q.held.values().map(|f| f.pkt))
             })
+            .chain(self.relays.iter().map(|(_, _, f)| f.pkt))
             .filter(|&p| p != NO_PACKET)
     }
 
@@ -502,6 +563,7 @@ impl WifiMedium {
                     (x, y) => x.or(y),
                 }
             })
+            .chain(self.relays.front().map(|&(at, _, _)| at))
             .min()
     }
 
@@ -521,6 +583,7 @@ impl WifiMedium {
         if self.armed == Some(now) {
             self.armed = None;
         }
+        self.relayed(now, out);
         self.arrivals(now);
         let starts: Vec<Option<SimTime>> =
             self.contenders.iter().map(|c| self.start_of(c)).collect();
@@ -557,6 +620,26 @@ impl WifiMedium {
         self.tx = tx;
     }
 
+    /// Relayed frames that reached the AP by `now` join its queues (or are refused when
+    /// they are full).
+    fn relayed(&mut self, now: SimTime, out: &mut Vec<WifiOutput>) {
+        while let Some(&(at, q, f)) = self.relays.front() {
+            if at > now {
+                break;
+            }
+            self.relays.pop_front();
+            if self.contenders[0].full(f.ip_bytes) {
+                let forward = q < self.n_stations;
+                out.push(WifiOutput::Refused {
+                    forward,
+                    pkt: f.pkt,
+                });
+            } else {
+                self.push(0, q, at, f.pkt, f.ip_bytes, f.ect);
+            }
+        }
+    }
+
     fn arrivals(&mut self, now: SimTime) {
         let aifs = SimDuration(self.aifs_ns);
         for c in 0..self.contenders.len() {
@@ -577,6 +660,7 @@ impl WifiMedium {
                     tq.q.push_back(Mpdu {
                         pkt: NO_PACKET,
                         ip_bytes: bytes,
+                        ect: false,
                         seq: tq.next_seq,
                         attempts: 0,
                         arrival: k.arrivals,
@@ -640,6 +724,7 @@ impl WifiMedium {
                 tq.q.push_back(Mpdu {
                     pkt: p.pkt,
                     ip_bytes: p.bytes,
+                    ect: p.ect,
                     seq: tq.next_seq,
                     attempts: 0,
                     arrival: 0,
@@ -674,13 +759,35 @@ impl WifiMedium {
             psdu = bytes;
             dur = d;
         }
-        let forward = k.role == Role::AccessPoint;
-        let delay = if forward {
-            self.delay_fwd
-        } else {
-            self.delay_rev
+        // Where the PPDU's frames go: out of the medium in the `forward` (data) or reverse
+        // direction, or (`relay`) into the AP's queue toward the next station.
+        let n_st = self.n_stations;
+        let (forward, relay) = match k.role {
+            Role::AccessPoint => (qi < n_st, None),
+            Role::Station(i) => (false, self.server_on_wifi.then_some(n_st + i)),
+            Role::Server(i) => (true, Some(i)),
+            Role::Background(_) => (false, None),
+        };
+        let delay = match (relay, forward) {
+            (Some(_), _) => SimDuration::ZERO,
+            (None, true) => self.delay_fwd,
+            (None, false) => self.delay_rev,
         };
         let arrive = now + SimDuration(dur) + delay;
+        let relays = &mut self.relays;
+        let mut released = Vec::new();
+        let mut hand_on = |released: &mut Vec<Frame>, out: &mut Vec<WifiOutput>| {
+            for f in released.drain(..) {
+                match relay {
+                    Some(q) => relays.push_back((arrive, q, f)),
+                    None => out.push(WifiOutput::Deliver {
+                        forward,
+                        pkt: f.pkt,
+                        at: arrive,
+                    }),
+                }
+            }
+        };
         k.stats.ppdus += 1;
         let agg = &mut k.stats.aggregation;
         if agg.len() < n as usize {
@@ -728,13 +835,13 @@ impl WifiMedium {
                 k.backlog_pkts -= 1;
                 k.backlog_bytes -= m.ip_bytes as u64;
                 k.stats.delivered += 1;
-                tq.resolve(m.seq, Some(m.pkt), |p| {
-                    out.push(WifiOutput::Deliver {
-                        forward,
-                        pkt: p,
-                        at: arrive,
-                    })
-                });
+                let frame = Frame {
+                    pkt: m.pkt,
+                    ip_bytes: m.ip_bytes,
+                    ect: m.ect,
+                };
+                tq.resolve(m.seq, Some(frame), &mut released);
+                hand_on(&mut released, out);
             } else if m.attempts >= self.retry_limit {
                 k.backlog_pkts -= 1;
                 k.backlog_bytes -= m.ip_bytes as u64;
@@ -745,13 +852,8 @@ impl WifiMedium {
                         pkt: m.pkt,
                     });
                 }
-                tq.resolve(m.seq, None, |p| {
-                    out.push(WifiOutput::Deliver {
-                        forward,
-                        pkt: p,
-                        at: arrive,
-                    })
-                });
+                tq.resolve(m.seq, None, &mut released);
+                hand_on(&mut released, out);
             } else {
                 kept.push(m);
             }

@@ -25,6 +25,7 @@ fn wifi(standard: &str, band: &str) -> WifiConfig {
         stations: Vec::new(),
         background: Vec::new(),
         ap_queue: ApQueue::PerStation,
+        server_on_wifi: false,
     }
 }
 
@@ -467,4 +468,54 @@ fn codel_at_the_ap_drops_at_dequeue_and_loses_or_reorders_nothing_else() {
         "CoDel {codel_ms} ms"
     );
     assert_eq!(offered, refused + delivered + dropped + held);
+}
+
+/// 802.11a, 54 Mbit/s: DATA 248 µs (20 + 57 symbols), SIFS 16, ACK 28 (24 Mbit/s), DIFS 34,
+/// slot 9; W = 16, m = 6.
+const A_TS_US: f64 = 248.0 + 16.0 + 28.0 + 34.0;
+const A_TC_US: f64 = 248.0 + 34.0;
+
+#[test]
+fn a_server_on_wifi_relays_through_the_ap_at_half_the_two_station_rate() {
+    // The sender's station always has frames for the AP, which relays each to the
+    // receiver's station: two saturated contenders (the sender's station and the AP), and
+    // every packet needs a success of each, so the flow gets half of Bianchi's N = 2
+    // throughput (802.11a at 54 Mbit/s: 31.0 Mbit/s of IP for both, 15.5 for the flow).
+    let mut cfg = wifi("a", "5");
+    (cfg.mcs, cfg.server_on_wifi) = (Some(7), true);
+    let mut med = medium(&cfg, 1, 13);
+    let secs = 20;
+    let (mut next, mut got, mut last) = (0u32, 0u64, None);
+    let fill = |m: &mut WifiMedium, t: SimTime, next: &mut u32| {
+        while m.contenders[2].backlog_pkts < 100 {
+            assert!(m.enqueue(t, true, 0, *next, IP_BYTES, false));
+            *next += 1;
+        }
+    };
+    fill(&mut med, SimTime::ZERO, &mut next);
+    drive(&mut med, SimTime(secs * 1_000_000_000), |m, t, out| {
+        for o in out.drain(..) {
+            match o {
+                WifiOutput::Deliver {
+                    forward: true, pkt, ..
+                } => {
+                    assert!(last < Some(pkt), "{pkt} after {last:?}: reordered");
+                    (last, got) = (Some(pkt), got + 1);
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        fill(m, t, &mut next);
+    });
+    let model = (got * IP_BYTES as u64) as f64 * 8.0 / secs as f64;
+    let theory = bianchi_bps(2, 16.0, 6, 9.0, A_TS_US, A_TC_US, 8.0 * IP_BYTES as f64) / 2.0;
+    eprintln!("relayed by the AP: model {model:.0}, Bianchi N=2 / 2 {theory:.0}");
+    assert!((model / theory - 1.0).abs() < 0.05, "{model} vs {theory}");
+    // every frame the sender's station got through reached the receiver or waits at the AP
+    let (ap, server) = (&med.contenders[0], &med.contenders[2]);
+    assert_eq!(server.role, Role::Server(0));
+    assert_eq!(
+        server.stats.delivered,
+        got + ap.backlog_pkts + med.relays.len() as u64
+    );
 }
