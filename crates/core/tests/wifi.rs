@@ -113,3 +113,22 @@ fn codel_at_the_ap_keeps_a_tcp_download_near_its_target_delay() {
         2.0 * 1448.0 * 8.0 / (2.0 * DATA_FRAME_US + 34.0 + 67.5 + 36.0 + 16.0 + 28.0) * 1e6;
     assert!(goodput > 0.9 * theory, "{goodput} vs {theory}");
 }
+
+#[test]
+fn a_tcp_download_from_a_server_on_wifi_takes_two_exchanges_per_packet() {
+    // Each pair of 1448 B segments takes four data exchanges (up to the AP, down to the
+    // client) and its delayed ACK two (181.5 µs each, above): 2·1448·8 bits per
+    // 4·393.5 + 2·181.5 µs = 11.96 Mbit/s, less what collisions among the three busy
+    // contenders cost and more what their overlapping backoffs save.
+    let mut c = scenario(r#"{"cca": "cubic", "app": {"kind": "bulk"}}"#, 20);
+    if let Some(b) = c.bottleneck.as_mut() {
+        b.wifi.as_mut().unwrap().server_on_wifi = true;
+    }
+    let r = api::run(c).unwrap();
+    let theory = 2.0 * 1448.0 * 8.0 / (4.0 * DATA_FRAME_US + 2.0 * 181.5) * 1e6;
+    let got = r.flows[0].goodput_bps;
+    let names: Vec<&str> = r.wifi[0].stations.iter().map(|s| s.name.as_str()).collect();
+    eprintln!("TCP from a server on Wi-Fi: model {got:.0}, airtime {theory:.0}; {names:?}");
+    assert_eq!(names, ["ap", "flow0", "server0"]);
+    assert!((got / theory - 1.0).abs() < 0.1, "{got} vs {theory}");
+}
