@@ -129,6 +129,6 @@ fn a_tcp_download_from_a_server_on_wifi_takes_two_exchanges_per_packet() {
     let got = r.flows[0].goodput_bps;
     let names: Vec<&str> = r.wifi[0].stations.iter().map(|s| s.name.as_str()).collect();
     eprintln!("TCP from a server on Wi-Fi: model {got:.0}, airtime {theory:.0}; {names:?}");
-    assert_eq!(names, ["ap", "flow0", "server0"]);
+    assert_eq!(names, ["ap", "flow0", "server"]);
     assert!((got / theory - 1.0).abs() < 0.1, "{got} vs {theory}");
 }

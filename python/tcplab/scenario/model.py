@@ -485,7 +485,7 @@ class WifiSpec(_Model):
     # the AP's queueing: per-station queues in turn (the core's default), one FIFO, or
     # per-station queues in turn each managed by CoDel (mac80211's FQ-CoDel)
     ap_queue: Literal["per-station", "fifo", "fq-codel"] | None = None
-    # each flow's sender is a station on the same medium too (a server on Wi-Fi)
+    # the flows' sender is a station on the same medium too (one server on Wi-Fi)
     server_on_wifi: bool | None = None
 
     def normalized(self) -> dict[str, Any]:

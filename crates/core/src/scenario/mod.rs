@@ -285,7 +285,7 @@ pub struct WifiConfig {
     /// How the access point orders its frames for the stations.
     #[serde(default)]
     pub ap_queue: ApQueue,
-    /// Each flow's sender is a station on this medium too (a server on Wi-Fi): its packets
+    /// The flows' sender is a station on this medium too (one server on Wi-Fi): its packets
     /// take two exchanges, up to the AP and down to the receiver.
     #[serde(default)]
     pub server_on_wifi: bool,

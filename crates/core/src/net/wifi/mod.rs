@@ -40,9 +40,9 @@
 //! left gets its sequence number and is never dropped by CoDel again (retransmissions
 //! keep their place). The arrivals are still bounded by the forward direction's limit.
 //!
-//! With `server_on_wifi` each flow's sender is a station too (the data's first hop is its
-//! uplink to the AP, the AP relays it down to the receiver's station; ACKs go the other
-//! way through the AP), so every packet takes two exchanges on the one medium. A relayed
+//! With `server_on_wifi` the flows' senders are one station too, a server (the data's first
+//! hop is its uplink to the AP, the AP relays each frame down to its flow's station; ACKs go
+//! the other way through the AP), so every packet takes two exchanges on the one medium. A relayed
 //! frame joins the AP's queue at the end of the PPDU that brought it (in order, through
 //! the AP's reorder buffer); the hop's propagation delay is added once, on the last
 //! exchange.
@@ -98,6 +98,8 @@ struct Frame {
     pkt: u32,
     ip_bytes: u32,
     ect: bool,
+    /// The flow (its receiver's station), where the AP relays a server's frame.
+    flow: u32,
 }
 
 /// What the reorder buffer holds at a gap's sequence number: nothing to hand on.
@@ -105,6 +107,7 @@ const GAP: Frame = Frame {
     pkt: NO_PACKET,
     ip_bytes: 0,
     ect: false,
+    flow: 0,
 };
 
 #[derive(Copy, Clone, Debug)]
@@ -112,6 +115,7 @@ struct Mpdu {
     pkt: u32,
     ip_bytes: u32,
     ect: bool,
+    flow: u32,
     seq: u64,
     attempts: u32,
     /// Arrival order at the transmitter (across its receivers' queues).
@@ -173,14 +177,22 @@ impl TxQueue {
     }
 }
 
+/// Which of the AP's queues a relayed frame joins.
+#[derive(Copy, Clone, Debug)]
+enum Relay {
+    To(usize),
+    /// The queue toward the frame's flow's station.
+    ToItsFlow,
+}
+
 /// Who a contender is.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Role {
     AccessPoint,
     /// The station of flow `n`'s receiver (the sender's too without `server_on_wifi`).
     Station(usize),
-    /// The station of flow `n`'s sender (`server_on_wifi`).
-    Server(usize),
+    /// The flows' senders' station (`server_on_wifi`).
+    Server,
     /// Background station number `n`.
     Background(usize),
 }
@@ -260,8 +272,8 @@ pub struct WifiMedium {
     max_mpdus: u32,
     /// The AP serves its stations in arrival order instead of round-robin.
     ap_fifo: bool,
-    /// Flows (receiver stations); with `server_on_wifi` their senders are stations too and
-    /// the AP has a queue toward each (after the receivers').
+    /// Flows (receiver stations); with `server_on_wifi` their senders are a station too and
+    /// the AP has a queue toward it (after the receivers').
     n_stations: usize,
     server_on_wifi: bool,
     /// Frames on their way into the AP's queue `queue` (relayed), in time order.
@@ -351,13 +363,9 @@ impl WifiMedium {
             stats: ContenderStats::default(),
         };
         let mut contenders = Vec::new();
-        // toward each receiver, then (server_on_wifi) toward each sender at the link's default
-        // distance
-        let n_ap_queues = if w.server_on_wifi {
-            2 * n_stations
-        } else {
-            n_stations
-        };
+        // toward each receiver, then (server_on_wifi) toward the server at the link's
+        // default distance
+        let n_ap_queues = n_stations + usize::from(w.server_on_wifi);
         let ap_queues = (0..n_ap_queues)
             .map(|i| {
                 let distance = if i < n_stations {
@@ -384,14 +392,12 @@ impl WifiMedium {
             ));
         }
         if w.server_on_wifi {
-            for i in 0..n_stations {
-                let (mode, p) = radio(w.tx_power_dbm, w.distance_m);
-                contenders.push(blank(
-                    Role::Server(i),
-                    vec![TxQueue::new(mode, p)],
-                    limit_of(forward),
-                ));
-            }
+            let (mode, p) = radio(w.tx_power_dbm, w.distance_m);
+            contenders.push(blank(
+                Role::Server,
+                vec![TxQueue::new(mode, p)],
+                limit_of(forward),
+            ));
         }
         let mut source_rng = SimRng::substream(seed, &format!("wifi/{name}/background"));
         let mut n_bg = 0;
@@ -463,17 +469,27 @@ impl WifiMedium {
     ) -> bool {
         let (c, q) = match (forward, self.server_on_wifi) {
             (true, false) => (0, station),
-            (true, true) => (1 + self.n_stations + station, 0),
+            (true, true) => (1 + self.n_stations, 0),
             (false, _) => (1 + station, 0),
         };
         if self.contenders[c].full(ip_bytes) {
             return false;
         }
-        self.push(c, q, now, pkt, ip_bytes, ect);
+        self.push(c, q, now, pkt, ip_bytes, ect, station as u32);
         true
     }
 
-    fn push(&mut self, c: usize, q: usize, now: SimTime, pkt: u32, ip_bytes: u32, ect: bool) {
+    #[allow(clippy::too_many_arguments)]
+    fn push(
+        &mut self,
+        c: usize,
+        q: usize,
+        now: SimTime,
+        pkt: u32,
+        ip_bytes: u32,
+        ect: bool,
+        flow: u32,
+    ) {
         let busy = now < self.idle_since + SimDuration(self.aifs_ns);
         let k = &mut self.contenders[c];
         let was_empty = k.backlog_pkts == 0;
@@ -491,6 +507,7 @@ impl WifiMedium {
                 pkt,
                 ip_bytes,
                 ect,
+                flow,
                 seq: tq.next_seq,
                 attempts: 0,
                 arrival: k.arrivals,
@@ -514,7 +531,7 @@ impl WifiMedium {
             .iter()
             .filter(|c| match c.role {
                 // the AP's few ACKs toward senders count with its data
-                Role::AccessPoint | Role::Server(_) => forward,
+                Role::AccessPoint | Role::Server => forward,
                 Role::Station(_) => !forward,
                 Role::Background(_) => false,
             })
@@ -635,7 +652,7 @@ impl WifiMedium {
                     pkt: f.pkt,
                 });
             } else {
-                self.push(0, q, at, f.pkt, f.ip_bytes, f.ect);
+                self.push(0, q, at, f.pkt, f.ip_bytes, f.ect, f.flow);
             }
         }
     }
@@ -661,6 +678,7 @@ impl WifiMedium {
                         pkt: NO_PACKET,
                         ip_bytes: bytes,
                         ect: false,
+                        flow: 0,
                         seq: tq.next_seq,
                         attempts: 0,
                         arrival: k.arrivals,
@@ -725,6 +743,7 @@ impl WifiMedium {
                     pkt: p.pkt,
                     ip_bytes: p.bytes,
                     ect: p.ect,
+                    flow: qi as u32,
                     seq: tq.next_seq,
                     attempts: 0,
                     arrival: 0,
@@ -764,8 +783,9 @@ impl WifiMedium {
         let n_st = self.n_stations;
         let (forward, relay) = match k.role {
             Role::AccessPoint => (qi < n_st, None),
-            Role::Station(i) => (false, self.server_on_wifi.then_some(n_st + i)),
-            Role::Server(i) => (true, Some(i)),
+            // to the AP's queue toward the server
+            Role::Station(_) => (false, self.server_on_wifi.then_some(Relay::To(n_st))),
+            Role::Server => (true, Some(Relay::ToItsFlow)),
             Role::Background(_) => (false, None),
         };
         let delay = match (relay, forward) {
@@ -779,7 +799,8 @@ impl WifiMedium {
         let mut hand_on = |released: &mut Vec<Frame>, out: &mut Vec<WifiOutput>| {
             for f in released.drain(..) {
                 match relay {
-                    Some(q) => relays.push_back((arrive, q, f)),
+                    Some(Relay::To(q)) => relays.push_back((arrive, q, f)),
+                    Some(Relay::ToItsFlow) => relays.push_back((arrive, f.flow as usize, f)),
                     None => out.push(WifiOutput::Deliver {
                         forward,
                         pkt: f.pkt,
@@ -839,6 +860,7 @@ impl WifiMedium {
                     pkt: m.pkt,
                     ip_bytes: m.ip_bytes,
                     ect: m.ect,
+                    flow: m.flow,
                 };
                 tq.resolve(m.seq, Some(frame), &mut released);
                 hand_on(&mut released, out);
