@@ -70,8 +70,11 @@ def test_emulate_refuses_wifi_in_one_line() -> None:
 def test_ap_queue_reaches_the_core_only_when_written_and_is_checked() -> None:
     assert "ap_queue" not in norm(wifi())["bottleneck"]["wifi"]
     assert norm(wifi(ap_queue="fifo"))["bottleneck"]["wifi"]["ap_queue"] == "fifo"
-    with pytest.raises(ScenarioError, match=r"ap_queue.*per-station.*fifo"):
+    assert norm(wifi(ap_queue="fq-codel"))["bottleneck"]["wifi"]["ap_queue"] == "fq-codel"
+    with pytest.raises(ScenarioError, match=r"ap_queue.*per-station.*fifo.*fq-codel"):
         norm(wifi(ap_queue="sfq"))
+    assert "server_on_wifi" not in norm(wifi())["bottleneck"]["wifi"]
+    assert norm(wifi(server_on_wifi=True))["bottleneck"]["wifi"]["server_on_wifi"] is True
 
 
 @pytest.mark.parametrize("where", ["stations", "background"])

@@ -482,13 +482,18 @@ class WifiSpec(_Model):
     distance_m: Metres = 5.0
     stations: list[WifiStationSpec] = Field(default_factory=list)
     background: list[WifiBackgroundSpec] = Field(default_factory=list)
-    # the AP's service order: per-station queues in turn (the core's default) or one FIFO
-    ap_queue: Literal["per-station", "fifo"] | None = None
+    # the AP's queueing: per-station queues in turn (the core's default), one FIFO, or
+    # per-station queues in turn each managed by CoDel (mac80211's FQ-CoDel)
+    ap_queue: Literal["per-station", "fifo", "fq-codel"] | None = None
+    # the flows' sender is a station on the same medium too (one server on Wi-Fi)
+    server_on_wifi: bool | None = None
 
     def normalized(self) -> dict[str, Any]:
-        """The core's `WifiConfig` (`ap_queue` only when written: the core holds its
-        default)."""
-        extra = {} if self.ap_queue is None else {"ap_queue": self.ap_queue}
+        """The core's `WifiConfig` (`ap_queue` and `server_on_wifi` only when written: the
+        core holds their defaults, and scenarios that leave them out keep their hashes)."""
+        extra: dict[str, Any] = {} if self.ap_queue is None else {"ap_queue": self.ap_queue}
+        if self.server_on_wifi is not None:
+            extra["server_on_wifi"] = self.server_on_wifi
         return {
             "standard": self.standard,
             "band": self.band,

@@ -241,6 +241,7 @@ fn wifi_result(m: &crate::net::wifi::WifiMedium, end_ns: u64) -> WifiResult {
             name: match role {
                 Role::AccessPoint => "ap".into(),
                 Role::Station(i) => format!("flow{i}"),
+                Role::Server => "server".into(),
                 Role::Background(i) => format!("background{i}"),
             },
             airtime_ratio: st.airtime_ns as f64 / end_ns.max(1) as f64,

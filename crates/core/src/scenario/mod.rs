@@ -285,6 +285,10 @@ pub struct WifiConfig {
     /// How the access point orders its frames for the stations.
     #[serde(default)]
     pub ap_queue: ApQueue,
+    /// The flows' sender is a station on this medium too (one server on Wi-Fi): its packets
+    /// take two exchanges, up to the AP and down to the receiver.
+    #[serde(default)]
+    pub server_on_wifi: bool,
 }
 
 /// The access point's service order among its stations' frames.
@@ -299,6 +303,11 @@ pub enum ApQueue {
     /// queueing): the next A-MPDU goes to the station whose frame waited longest, so a
     /// flow's share follows its share of the queue.
     Fifo,
+    /// Per-station queues in turn, each managed by CoDel as Linux's mac80211 does with its
+    /// FQ-CoDel intermediate queues (target 20 ms, interval 100 ms, ECN-capable packets
+    /// marked instead of dropped); one flow per station, so the flow queueing within a
+    /// station's queue has one flow to serve.
+    FqCodel,
 }
 
 /// A flow's station, where it differs from the link's defaults.

@@ -452,9 +452,12 @@ impl Simulation {
     fn wifi_offer(&mut self, now: SimTime, link_id: u32, idx: u32, wire: u32) {
         let m = self.topo.medium_of[link_id as usize];
         let forward = link_id.is_multiple_of(2);
-        let station = self.pool.get(idx).flow as usize;
+        let (station, ect) = {
+            let p = self.pool.get(idx);
+            (p.flow as usize, p.has(pflags::ECT))
+        };
         let medium = &mut self.topo.media[m as usize];
-        if medium.enqueue(now, forward, station, idx, wire) {
+        if medium.enqueue(now, forward, station, idx, wire, ect) {
             let link = &mut self.topo.links[link_id as usize];
             link.stats.packets_tx += 1;
             link.stats.bytes_tx += wire as u64;
@@ -497,6 +500,19 @@ impl Simulation {
                     let link_id = if forward { f } else { r };
                     self.topo.links[link_id as usize].stats.error_drops += 1;
                     self.drop_packet(pkt);
+                }
+                WifiOutput::Refused { forward, pkt } => {
+                    let link_id = if forward { f } else { r };
+                    self.topo.links[link_id as usize].stats.queue_drops += 1;
+                    self.drop_packet(pkt);
+                }
+                WifiOutput::AqmDropped { pkt } => {
+                    self.topo.links[f as usize].stats.aqm_drops += 1;
+                    self.drop_packet(pkt);
+                }
+                WifiOutput::Marked { pkt } => {
+                    self.topo.links[f as usize].stats.ecn_marks += 1;
+                    self.pool.get_mut(pkt).flags |= pflags::CE;
                 }
             }
         }

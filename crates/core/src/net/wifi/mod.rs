@@ -33,14 +33,29 @@
 //! per-station queues round-robin (mac80211's per-station TXQs); their sum is limited by
 //! the forward direction's DropTail queue.
 //!
+//! With `ap_queue = "fq-codel"` each per-station queue is managed by CoDel, as mac80211's
+//! FQ-CoDel intermediate queues are (per station, target 20 ms, interval 100 ms, ECN on):
+//! frames wait unsequenced until the AP builds an A-MPDU, and CoDel decides, frame by
+//! frame as they leave, whether to drop one (or CE-mark an ECN-capable one); a frame that
+//! left gets its sequence number and is never dropped by CoDel again (retransmissions
+//! keep their place). The arrivals are still bounded by the forward direction's limit.
+//!
+//! With `server_on_wifi` the flows' senders are one station too, a server (the data's first
+//! hop is its uplink to the AP, the AP relays each frame down to its flow's station; ACKs go
+//! the other way through the AP), so every packet takes two exchanges on the one medium. A relayed
+//! frame joins the AP's queue at the end of the PPDU that brought it (in order, through
+//! the AP's reorder buffer); the hop's propagation delay is added once, on the last
+//! exchange.
+//!
 //! Not modelled: RTS/CTS, hidden terminals, TXOP bursts, capture, the ACK timeout/EIFS.
 pub mod phy;
 pub mod radio;
 
 use crate::engine::rng::SimRng;
 use crate::engine::time::{SimDuration, SimTime};
+use crate::net::aqm::codel::{Codel, PacketQueue, Queued};
 use crate::net::link::QueueLimit;
-use crate::scenario::{ApQueue, DirConfig, WifiConfig};
+use crate::scenario::{ApQueue, CodelConfig, DirConfig, WifiConfig};
 use phy::{
     ampdu_subframe_bytes, Band, Phy, Standard, ACK_BYTES, BA_WINDOW_MPDUS, BLOCK_ACK_BYTES,
     PPDU_MAX_NS,
@@ -51,6 +66,12 @@ use std::collections::{BTreeMap, VecDeque};
 const NO_PACKET: u32 = u32::MAX;
 /// Frames a background station keeps waiting at most.
 const BACKGROUND_QUEUE_FRAMES: usize = 1000;
+/// mac80211's CoDel parameters for a station's queue (`sta_info.c`: 20 ms, 100 ms, ECN).
+pub const AP_CODEL: CodelConfig = CodelConfig {
+    target_ns: 20_000_000,
+    interval_ns: 100_000_000,
+    ecn: true,
+};
 
 /// What a channel access did to a simulation packet.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -63,12 +84,38 @@ pub enum WifiOutput {
     },
     /// `pkt` was discarded after the retry limit.
     Dropped { forward: bool, pkt: u32 },
+    /// CoDel at the AP dropped `pkt` (forward direction).
+    AqmDropped { pkt: u32 },
+    /// CoDel at the AP marked `pkt` Congestion Experienced.
+    Marked { pkt: u32 },
+    /// The AP's queue was full when relayed `pkt` reached it.
+    Refused { forward: bool, pkt: u32 },
 }
+
+/// A frame's packet as the reorder buffer hands it on (to the next hop or the AP's queue).
+#[derive(Copy, Clone, Debug)]
+struct Frame {
+    pkt: u32,
+    ip_bytes: u32,
+    ect: bool,
+    /// The flow (its receiver's station), where the AP relays a server's frame.
+    flow: u32,
+}
+
+/// What the reorder buffer holds at a gap's sequence number: nothing to hand on.
+const GAP: Frame = Frame {
+    pkt: NO_PACKET,
+    ip_bytes: 0,
+    ect: false,
+    flow: 0,
+};
 
 #[derive(Copy, Clone, Debug)]
 struct Mpdu {
     pkt: u32,
     ip_bytes: u32,
+    ect: bool,
+    flow: u32,
     seq: u64,
     attempts: u32,
     /// Arrival order at the transmitter (across its receivers' queues).
@@ -78,11 +125,15 @@ struct Mpdu {
 /// Frames from one transmitter to one receiver, with the receiver's reorder buffer.
 #[derive(Debug)]
 struct TxQueue {
+    /// Frames with their sequence numbers (the next PPDU's first).
     q: VecDeque<Mpdu>,
+    /// With CoDel: frames not yet dequeued (no sequence number yet), and CoDel's state.
+    fresh: PacketQueue,
+    codel: Option<Codel>,
     next_seq: u64,
     /// Next sequence number the receiver hands on, and what it holds beyond a gap.
     rx_next: u64,
-    held: BTreeMap<u64, u32>,
+    held: BTreeMap<u64, Frame>,
     /// Rate index and bit error probability of this radio link.
     mode: usize,
     p_bit: f64,
@@ -92,6 +143,8 @@ impl TxQueue {
     fn new(mode: usize, p_bit: f64) -> TxQueue {
         TxQueue {
             q: VecDeque::new(),
+            fresh: PacketQueue::default(),
+            codel: None,
             next_seq: 0,
             rx_next: 0,
             held: BTreeMap::new(),
@@ -100,32 +153,46 @@ impl TxQueue {
         }
     }
 
+    fn is_empty(&self) -> bool {
+        self.q.is_empty() && self.fresh.is_empty()
+    }
+
     /// The receiver got (`Some(pkt)`) or the sender gave up on (`None`) MPDU `seq`:
     /// hand on everything now in order.
-    fn resolve(&mut self, seq: u64, pkt: Option<u32>, mut deliver: impl FnMut(u32)) {
+    fn resolve(&mut self, seq: u64, frame: Option<Frame>, released: &mut Vec<Frame>) {
         if seq == self.rx_next && self.held.is_empty() {
             self.rx_next += 1;
-            if let Some(p) = pkt.filter(|&p| p != NO_PACKET) {
-                deliver(p);
+            if let Some(f) = frame.filter(|f| f.pkt != NO_PACKET) {
+                released.push(f);
             }
             return;
         }
-        self.held.insert(seq, pkt.unwrap_or(NO_PACKET));
-        while let Some(p) = self.held.remove(&self.rx_next) {
+        self.held.insert(seq, frame.unwrap_or(GAP));
+        while let Some(f) = self.held.remove(&self.rx_next) {
             self.rx_next += 1;
-            if p != NO_PACKET {
-                deliver(p);
+            if f.pkt != NO_PACKET {
+                released.push(f);
             }
         }
     }
+}
+
+/// Which of the AP's queues a relayed frame joins.
+#[derive(Copy, Clone, Debug)]
+enum Relay {
+    To(usize),
+    /// The queue toward the frame's flow's station.
+    ToItsFlow,
 }
 
 /// Who a contender is.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Role {
     AccessPoint,
-    /// The station of flow `n`.
+    /// The station of flow `n`'s receiver (the sender's too without `server_on_wifi`).
     Station(usize),
+    /// The flows' senders' station (`server_on_wifi`).
+    Server,
     /// Background station number `n`.
     Background(usize),
 }
@@ -205,6 +272,12 @@ pub struct WifiMedium {
     max_mpdus: u32,
     /// The AP serves its stations in arrival order instead of round-robin.
     ap_fifo: bool,
+    /// Flows (receiver stations); with `server_on_wifi` their senders are a station too and
+    /// the AP has a queue toward it (after the receivers').
+    n_stations: usize,
+    server_on_wifi: bool,
+    /// Frames on their way into the AP's queue `queue` (relayed), in time order.
+    relays: VecDeque<(SimTime, usize, Frame)>,
     frame_errors: bool,
     armed: Option<SimTime>,
     backoff_rng: SimRng,
@@ -290,10 +363,22 @@ impl WifiMedium {
             stats: ContenderStats::default(),
         };
         let mut contenders = Vec::new();
-        let ap_queues = (0..n_stations)
+        // toward each receiver, then (server_on_wifi) toward the server at the link's
+        // default distance
+        let n_ap_queues = n_stations + usize::from(w.server_on_wifi);
+        let ap_queues = (0..n_ap_queues)
             .map(|i| {
-                let (mode, p) = radio(w.ap_tx_power_dbm, station(i).1);
-                TxQueue::new(mode, p)
+                let distance = if i < n_stations {
+                    station(i).1
+                } else {
+                    w.distance_m
+                };
+                let (mode, p) = radio(w.ap_tx_power_dbm, distance);
+                let mut q = TxQueue::new(mode, p);
+                if w.ap_queue == ApQueue::FqCodel {
+                    q.codel = Some(Codel::new(&AP_CODEL));
+                }
+                q
             })
             .collect();
         contenders.push(blank(Role::AccessPoint, ap_queues, limit_of(forward)));
@@ -304,6 +389,14 @@ impl WifiMedium {
                 Role::Station(i),
                 vec![TxQueue::new(mode, p)],
                 limit_of(reverse),
+            ));
+        }
+        if w.server_on_wifi {
+            let (mode, p) = radio(w.tx_power_dbm, w.distance_m);
+            contenders.push(blank(
+                Role::Server,
+                vec![TxQueue::new(mode, p)],
+                limit_of(forward),
             ));
         }
         let mut source_rng = SimRng::substream(seed, &format!("wifi/{name}/background"));
@@ -350,6 +443,9 @@ impl WifiMedium {
             retry_limit: w.retry_limit.max(1),
             max_mpdus,
             ap_fifo: w.ap_queue == ApQueue::Fifo,
+            n_stations,
+            server_on_wifi: w.server_on_wifi,
+            relays: VecDeque::new(),
             frame_errors: w.frame_errors,
             armed: None,
             backoff_rng: SimRng::substream(seed, &format!("wifi/{name}/backoff")),
@@ -359,8 +455,9 @@ impl WifiMedium {
         }
     }
 
-    /// Offer packet `pkt` (IP size `ip_bytes`) at `now`: from the AP to flow `station`'s
-    /// station (`forward`), or from that station to the AP. False: the queue was full.
+    /// Offer packet `pkt` (IP size `ip_bytes`, ECN-capable transport if `ect`) at `now`:
+    /// from the AP to flow `station`'s station (`forward`), or from that station to the
+    /// AP. False: the queue was full.
     pub fn enqueue(
         &mut self,
         now: SimTime,
@@ -368,33 +465,56 @@ impl WifiMedium {
         station: usize,
         pkt: u32,
         ip_bytes: u32,
+        ect: bool,
     ) -> bool {
-        let (c, q) = if forward {
-            (0, station)
-        } else {
-            (1 + station, 0)
+        let (c, q) = match (forward, self.server_on_wifi) {
+            (true, false) => (0, station),
+            (true, true) => (1 + self.n_stations, 0),
+            (false, _) => (1 + station, 0),
         };
         if self.contenders[c].full(ip_bytes) {
             return false;
         }
-        self.push(c, q, now, pkt, ip_bytes);
+        self.push(c, q, now, pkt, ip_bytes, ect, station as u32);
         true
     }
 
-    fn push(&mut self, c: usize, q: usize, now: SimTime, pkt: u32, ip_bytes: u32) {
+    #[allow(clippy::too_many_arguments)]
+    fn push(
+        &mut self,
+        c: usize,
+        q: usize,
+        now: SimTime,
+        pkt: u32,
+        ip_bytes: u32,
+        ect: bool,
+        flow: u32,
+    ) {
         let busy = now < self.idle_since + SimDuration(self.aifs_ns);
         let k = &mut self.contenders[c];
         let was_empty = k.backlog_pkts == 0;
         let tq = &mut k.queues[q];
-        tq.q.push_back(Mpdu {
-            pkt,
-            ip_bytes,
-            seq: tq.next_seq,
-            attempts: 0,
-            arrival: k.arrivals,
-        });
+        if tq.codel.is_some() {
+            tq.fresh.push(Queued {
+                pkt,
+                bytes: ip_bytes,
+                enq: now,
+                ect,
+                ce: false,
+            });
+        } else {
+            tq.q.push_back(Mpdu {
+                pkt,
+                ip_bytes,
+                ect,
+                flow,
+                seq: tq.next_seq,
+                attempts: 0,
+                arrival: k.arrivals,
+            });
+            tq.next_seq += 1;
+        }
         k.arrivals += 1;
-        tq.next_seq += 1;
         k.backlog_pkts += 1;
         k.backlog_bytes += ip_bytes as u64;
         if was_empty {
@@ -410,7 +530,8 @@ impl WifiMedium {
         self.contenders
             .iter()
             .filter(|c| match c.role {
-                Role::AccessPoint => forward,
+                // the AP's few ACKs toward senders count with its data
+                Role::AccessPoint | Role::Server => forward,
                 Role::Station(_) => !forward,
                 Role::Background(_) => false,
             })
@@ -424,7 +545,13 @@ impl WifiMedium {
         self.contenders
             .iter()
             .flat_map(|c| c.queues.iter())
-            .flat_map(|q| q.q.iter().map(|m| m.pkt).chain(q.held.values().copied()))
+            .flat_map(|q| {
+                q.q.iter()
+                    .map(|m| m.pkt)
+                    .chain(q.fresh.iter().map(|p| p.pkt))
+                    .chain(q.held.values().map(|f| f.pkt))
+            })
+            .chain(self.relays.iter().map(|(_, _, f)| f.pkt))
             .filter(|&p| p != NO_PACKET)
     }
 
@@ -453,6 +580,7 @@ impl WifiMedium {
                     (x, y) => x.or(y),
                 }
             })
+            .chain(self.relays.front().map(|&(at, _, _)| at))
             .min()
     }
 
@@ -472,6 +600,7 @@ impl WifiMedium {
         if self.armed == Some(now) {
             self.armed = None;
         }
+        self.relayed(now, out);
         self.arrivals(now);
         let starts: Vec<Option<SimTime>> =
             self.contenders.iter().map(|c| self.start_of(c)).collect();
@@ -508,6 +637,26 @@ impl WifiMedium {
         self.tx = tx;
     }
 
+    /// Relayed frames that reached the AP by `now` join its queues (or are refused when
+    /// they are full).
+    fn relayed(&mut self, now: SimTime, out: &mut Vec<WifiOutput>) {
+        while let Some(&(at, q, f)) = self.relays.front() {
+            if at > now {
+                break;
+            }
+            self.relays.pop_front();
+            if self.contenders[0].full(f.ip_bytes) {
+                let forward = q < self.n_stations;
+                out.push(WifiOutput::Refused {
+                    forward,
+                    pkt: f.pkt,
+                });
+            } else {
+                self.push(0, q, at, f.pkt, f.ip_bytes, f.ect, f.flow);
+            }
+        }
+    }
+
     fn arrivals(&mut self, now: SimTime) {
         let aifs = SimDuration(self.aifs_ns);
         for c in 0..self.contenders.len() {
@@ -528,6 +677,8 @@ impl WifiMedium {
                     tq.q.push_back(Mpdu {
                         pkt: NO_PACKET,
                         ip_bytes: bytes,
+                        ect: false,
+                        flow: 0,
                         seq: tq.next_seq,
                         attempts: 0,
                         arrival: k.arrivals,
@@ -567,12 +718,43 @@ impl WifiMedium {
         } else {
             (0..nq)
                 .map(|j| (k.rr + j) % nq)
-                .find(|&j| !k.queues[j].q.is_empty())
+                .find(|&j| !k.queues[j].is_empty())
                 .expect("a transmitter has frames")
         };
         k.rr = (qi + 1) % nq;
         let tq = &mut k.queues[qi];
         let mode = tq.mode;
+        if let Some(codel) = tq.codel.as_mut() {
+            // Frames leave CoDel's queue for this PPDU (at most as many as it can carry),
+            // each getting its sequence number as it leaves.
+            while tq.q.len() < self.max_mpdus as usize {
+                let mut dropped = |p: Queued| {
+                    k.backlog_pkts -= 1;
+                    k.backlog_bytes -= p.bytes as u64;
+                    out.push(WifiOutput::AqmDropped { pkt: p.pkt });
+                };
+                let Some(p) = codel.dequeue(now, &mut tq.fresh, &mut dropped) else {
+                    break;
+                };
+                if p.ce {
+                    out.push(WifiOutput::Marked { pkt: p.pkt });
+                }
+                tq.q.push_back(Mpdu {
+                    pkt: p.pkt,
+                    ip_bytes: p.bytes,
+                    ect: p.ect,
+                    flow: qi as u32,
+                    seq: tq.next_seq,
+                    attempts: 0,
+                    arrival: 0,
+                });
+                tq.next_seq += 1;
+            }
+            if tq.q.is_empty() {
+                // CoDel dropped everything waiting: nothing to send after all.
+                return Self::charge(k, now, now);
+            }
+        }
         // Build the PPDU from the head of the queue.
         let (mut n, mut psdu, mut dur) = (0u32, 0u32, 0u64);
         for m in tq.q.iter() {
@@ -596,13 +778,37 @@ impl WifiMedium {
             psdu = bytes;
             dur = d;
         }
-        let forward = k.role == Role::AccessPoint;
-        let delay = if forward {
-            self.delay_fwd
-        } else {
-            self.delay_rev
+        // Where the PPDU's frames go: out of the medium in the `forward` (data) or reverse
+        // direction, or (`relay`) into the AP's queue toward the next station.
+        let n_st = self.n_stations;
+        let (forward, relay) = match k.role {
+            Role::AccessPoint => (qi < n_st, None),
+            // to the AP's queue toward the server
+            Role::Station(_) => (false, self.server_on_wifi.then_some(Relay::To(n_st))),
+            Role::Server => (true, Some(Relay::ToItsFlow)),
+            Role::Background(_) => (false, None),
+        };
+        let delay = match (relay, forward) {
+            (Some(_), _) => SimDuration::ZERO,
+            (None, true) => self.delay_fwd,
+            (None, false) => self.delay_rev,
         };
         let arrive = now + SimDuration(dur) + delay;
+        let relays = &mut self.relays;
+        let mut released = Vec::new();
+        let mut hand_on = |released: &mut Vec<Frame>, out: &mut Vec<WifiOutput>| {
+            for f in released.drain(..) {
+                match relay {
+                    Some(Relay::To(q)) => relays.push_back((arrive, q, f)),
+                    Some(Relay::ToItsFlow) => relays.push_back((arrive, f.flow as usize, f)),
+                    None => out.push(WifiOutput::Deliver {
+                        forward,
+                        pkt: f.pkt,
+                        at: arrive,
+                    }),
+                }
+            }
+        };
         k.stats.ppdus += 1;
         let agg = &mut k.stats.aggregation;
         if agg.len() < n as usize {
@@ -650,13 +856,14 @@ impl WifiMedium {
                 k.backlog_pkts -= 1;
                 k.backlog_bytes -= m.ip_bytes as u64;
                 k.stats.delivered += 1;
-                tq.resolve(m.seq, Some(m.pkt), |p| {
-                    out.push(WifiOutput::Deliver {
-                        forward,
-                        pkt: p,
-                        at: arrive,
-                    })
-                });
+                let frame = Frame {
+                    pkt: m.pkt,
+                    ip_bytes: m.ip_bytes,
+                    ect: m.ect,
+                    flow: m.flow,
+                };
+                tq.resolve(m.seq, Some(frame), &mut released);
+                hand_on(&mut released, out);
             } else if m.attempts >= self.retry_limit {
                 k.backlog_pkts -= 1;
                 k.backlog_bytes -= m.ip_bytes as u64;
@@ -667,13 +874,8 @@ impl WifiMedium {
                         pkt: m.pkt,
                     });
                 }
-                tq.resolve(m.seq, None, |p| {
-                    out.push(WifiOutput::Deliver {
-                        forward,
-                        pkt: p,
-                        at: arrive,
-                    })
-                });
+                tq.resolve(m.seq, None, &mut released);
+                hand_on(&mut released, out);
             } else {
                 kept.push(m);
             }

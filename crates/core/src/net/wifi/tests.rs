@@ -25,6 +25,7 @@ fn wifi(standard: &str, band: &str) -> WifiConfig {
         stations: Vec::new(),
         background: Vec::new(),
         ap_queue: ApQueue::PerStation,
+        server_on_wifi: false,
     }
 }
 
@@ -33,37 +34,47 @@ fn wifi(standard: &str, band: &str) -> WifiConfig {
 /// bytes each contender delivered.
 fn saturate(m: &mut WifiMedium, up: usize, down: bool, secs: u64) -> Vec<u64> {
     let end = SimTime(secs * 1_000_000_000);
-    let mut out = Vec::new();
     let mut next_pkt = 0u32;
     let fill = |m: &mut WifiMedium, now: SimTime, next_pkt: &mut u32| {
         for s in 0..up {
             while m.contenders[1 + s].backlog_pkts < 100 {
-                m.enqueue(now, false, s, *next_pkt, IP_BYTES);
+                m.enqueue(now, false, s, *next_pkt, IP_BYTES, false);
                 *next_pkt = next_pkt.wrapping_add(1) % (u32::MAX - 1);
             }
         }
         if down {
             while m.contenders[0].backlog_pkts < 100 {
-                m.enqueue(now, true, 0, *next_pkt, IP_BYTES);
+                m.enqueue(now, true, 0, *next_pkt, IP_BYTES, false);
                 *next_pkt = next_pkt.wrapping_add(1) % (u32::MAX - 1);
             }
         }
     };
     fill(m, SimTime::ZERO, &mut next_pkt);
+    drive(m, end, |m, t, _| fill(m, t, &mut next_pkt));
+    m.contenders
+        .iter()
+        .map(|c| c.stats.delivered * IP_BYTES as u64)
+        .collect()
+}
+
+/// Every channel access of `m` before `end`: `each` sees what it output (then discarded)
+/// and may offer more frames.
+fn drive(
+    m: &mut WifiMedium,
+    end: SimTime,
+    mut each: impl FnMut(&mut WifiMedium, SimTime, &mut Vec<WifiOutput>),
+) {
+    let mut out = Vec::new();
     let mut wake = m.arm_wakeup();
     while let Some(t) = wake {
         if t >= end {
             break;
         }
         m.on_wake(t, &mut out);
+        each(m, t, &mut out);
         out.clear();
-        fill(m, t, &mut next_pkt);
         wake = m.arm_wakeup().or(m.armed);
     }
-    m.contenders
-        .iter()
-        .map(|c| c.stats.delivered * IP_BYTES as u64)
-        .collect()
 }
 
 fn medium(w: &WifiConfig, n: usize, seed: u64) -> WifiMedium {
@@ -292,25 +303,19 @@ fn downlink_data_and_uplink_acks_contend_as_three_stations() {
                 dest: &mut std::collections::HashMap<u32, usize>| {
         for s in 0..2 {
             while m.contenders[1 + s].backlog_pkts < 100 {
-                m.enqueue(now, false, s, *next, IP_BYTES);
+                m.enqueue(now, false, s, *next, IP_BYTES, false);
                 *next += 1;
             }
         }
         while m.contenders[0].backlog_pkts < 200 {
             let s = (*next % 2) as usize;
-            m.enqueue(now, true, s, *next, IP_BYTES);
+            m.enqueue(now, true, s, *next, IP_BYTES, false);
             dest.insert(*next, s);
             *next += 1;
         }
     };
-    let mut out = Vec::new();
     fill(&mut med, SimTime::ZERO, &mut next_pkt, &mut dest);
-    let mut wake = med.arm_wakeup();
-    while let Some(t) = wake {
-        if t >= end {
-            break;
-        }
-        med.on_wake(t, &mut out);
+    drive(&mut med, end, |m, t, out| {
         for o in out.drain(..) {
             if let WifiOutput::Deliver {
                 forward: true, pkt, ..
@@ -319,9 +324,8 @@ fn downlink_data_and_uplink_acks_contend_as_three_stations() {
                 to_station[dest[&pkt]] += IP_BYTES as u64;
             }
         }
-        fill(&mut med, t, &mut next_pkt, &mut dest);
-        wake = med.arm_wakeup().or(med.armed);
-    }
+        fill(m, t, &mut next_pkt, &mut dest);
+    });
     let per: Vec<f64> = med
         .contenders
         .iter()
@@ -348,19 +352,14 @@ fn ap_shares(ap_queue: ApQueue) -> [u64; 2] {
     let end = SimTime(5_000_000_000);
     let mut next = 0u32;
     let mut offer = |med: &mut WifiMedium, t: SimTime, s: usize| {
-        assert!(med.enqueue(t, true, s, 2 * next + s as u32, IP_BYTES));
+        assert!(med.enqueue(t, true, s, 2 * next + s as u32, IP_BYTES, false));
         next += 1;
     };
     for i in 0..400 {
         offer(&mut med, SimTime::ZERO, usize::from(i % 4 == 3));
     }
-    let (mut to, mut out) = ([0u64; 2], Vec::new());
-    let mut wake = med.arm_wakeup();
-    while let Some(t) = wake {
-        if t >= end {
-            break;
-        }
-        med.on_wake(t, &mut out);
+    let mut to = [0u64; 2];
+    drive(&mut med, end, |med, t, out| {
         for o in out.drain(..) {
             if let WifiOutput::Deliver {
                 forward: true, pkt, ..
@@ -371,11 +370,10 @@ fn ap_shares(ap_queue: ApQueue) -> [u64; 2] {
         }
         for (s, level) in [(0usize, 300usize), (1, 100)] {
             while med.contenders[0].queues[s].q.len() < level {
-                offer(&mut med, t, s);
+                offer(med, t, s);
             }
         }
-        wake = med.arm_wakeup().or(med.armed);
-    }
+    });
     to
 }
 
@@ -390,4 +388,134 @@ fn fifo_ap_serves_stations_in_arrival_order_per_station_queues_in_turn() {
     eprintln!("per-station {rr:?} ({r_rr:.3}), fifo {fifo:?} ({r_fifo:.3})");
     assert!((r_rr - 1.0).abs() < 0.01, "per-station {r_rr}");
     assert!((r_fifo - 3.0).abs() < 0.03, "fifo {r_fifo}");
+}
+
+/// The AP alone (802.11a at 54 Mbit/s, no aggregation) gets frames for station 0 at 1.1×
+/// the rate it can send them (one exchange: 393.5 µs on average, see above) for 20 s, with
+/// a 1000-frame queue. Returns the mean time from arrival to delivery of the frames
+/// delivered in the last 10 s (ms), and how many frames were offered, refused at the
+/// limit, delivered (in order, checked) and dropped by CoDel, and are still held.
+fn ap_overload(ap_queue: ApQueue) -> (f64, [u64; 5]) {
+    let mut cfg = wifi("a", "5");
+    (cfg.mcs, cfg.ap_queue) = (Some(7), ap_queue);
+    let d = DirConfig::droptail(1_000_000, 0, 1000);
+    let mut med = WifiMedium::new("w", &cfg, &d, &d, 1, 11);
+    let gap_ns = (393.5e3 / 1.1) as u64;
+    let end = SimTime(20_000_000_000);
+    let mut arrived: Vec<SimTime> = Vec::new();
+    let (mut sum_ns, mut n) = (0u64, 0u64);
+    let [mut refused, mut delivered, mut dropped] = [0u64; 3];
+    let mut last = None;
+    let mut out = Vec::new();
+    let mut next_arrival = SimTime::ZERO;
+    loop {
+        let t = match med.arm_wakeup().or(med.armed) {
+            Some(w) if w <= next_arrival => w,
+            _ => next_arrival,
+        };
+        if t >= end {
+            break;
+        }
+        if t == next_arrival {
+            if !med.enqueue(t, true, 0, arrived.len() as u32, IP_BYTES, false) {
+                refused += 1;
+            }
+            arrived.push(t);
+            next_arrival = t + SimDuration(gap_ns);
+            continue;
+        }
+        med.on_wake(t, &mut out);
+        for o in out.drain(..) {
+            match o {
+                WifiOutput::Deliver { pkt, at, .. } => {
+                    assert!(last < Some(pkt), "{pkt} after {last:?}");
+                    last = Some(pkt);
+                    delivered += 1;
+                    if at.ns() >= 10_000_000_000 {
+                        sum_ns += at.since(arrived[pkt as usize]).ns();
+                        n += 1;
+                    }
+                }
+                WifiOutput::AqmDropped { .. } => dropped += 1,
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+    let held = med.in_flight().count() as u64;
+    let counts = [arrived.len() as u64, refused, delivered, dropped, held];
+    (sum_ns as f64 / n as f64 / 1e6, counts)
+}
+
+#[test]
+fn codel_at_the_ap_drops_at_dequeue_and_loses_or_reorders_nothing_else() {
+    // DropTail: the queue fills (10 % too much offered) and a frame waits for the 1000
+    // before it, 1000 × 393.5 µs = 393.5 ms (Little's law), plus its own exchange.
+    let (droptail_ms, [offered, refused, delivered, dropped, held]) =
+        ap_overload(ApQueue::PerStation);
+    eprintln!("DropTail: {droptail_ms:.1} ms; {offered} {refused} {delivered} {dropped} {held}");
+    assert!(
+        (droptail_ms / 393.9 - 1.0).abs() < 0.05,
+        "DropTail {droptail_ms} ms"
+    );
+    assert_eq!(dropped, 0);
+    assert_eq!(offered, refused + delivered + held);
+    // CoDel drops as frames leave (the sequence numbers come after it, so the receiver
+    // waits for no gap): every frame is delivered in order, dropped, refused or held.
+    let (codel_ms, [offered, refused, delivered, dropped, held]) = ap_overload(ApQueue::FqCodel);
+    eprintln!("CoDel: {codel_ms:.1} ms; {offered} {refused} {delivered} {dropped} {held}");
+    assert!(
+        dropped > 0 && codel_ms < droptail_ms / 2.0,
+        "CoDel {codel_ms} ms"
+    );
+    assert_eq!(offered, refused + delivered + dropped + held);
+}
+
+/// 802.11a, 54 Mbit/s: DATA 248 µs (20 + 57 symbols), SIFS 16, ACK 28 (24 Mbit/s), DIFS 34,
+/// slot 9; W = 16, m = 6.
+const A_TS_US: f64 = 248.0 + 16.0 + 28.0 + 34.0;
+const A_TC_US: f64 = 248.0 + 34.0;
+
+#[test]
+fn a_server_on_wifi_relays_through_the_ap_at_half_the_two_station_rate() {
+    // The sender's station always has frames for the AP, which relays each to the
+    // receiver's station: two saturated contenders (the sender's station and the AP), and
+    // every packet needs a success of each, so the flow gets half of Bianchi's N = 2
+    // throughput (802.11a at 54 Mbit/s: 31.0 Mbit/s of IP for both, 15.5 for the flow).
+    let mut cfg = wifi("a", "5");
+    (cfg.mcs, cfg.server_on_wifi) = (Some(7), true);
+    let mut med = medium(&cfg, 1, 13);
+    let secs = 20;
+    let (mut next, mut got, mut last) = (0u32, 0u64, None);
+    let fill = |m: &mut WifiMedium, t: SimTime, next: &mut u32| {
+        while m.contenders[2].backlog_pkts < 100 {
+            assert!(m.enqueue(t, true, 0, *next, IP_BYTES, false));
+            *next += 1;
+        }
+    };
+    fill(&mut med, SimTime::ZERO, &mut next);
+    drive(&mut med, SimTime(secs * 1_000_000_000), |m, t, out| {
+        for o in out.drain(..) {
+            match o {
+                WifiOutput::Deliver {
+                    forward: true, pkt, ..
+                } => {
+                    assert!(last < Some(pkt), "{pkt} after {last:?}: reordered");
+                    (last, got) = (Some(pkt), got + 1);
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        fill(m, t, &mut next);
+    });
+    let model = (got * IP_BYTES as u64) as f64 * 8.0 / secs as f64;
+    let theory = bianchi_bps(2, 16.0, 6, 9.0, A_TS_US, A_TC_US, 8.0 * IP_BYTES as f64) / 2.0;
+    eprintln!("relayed by the AP: model {model:.0}, Bianchi N=2 / 2 {theory:.0}");
+    assert!((model / theory - 1.0).abs() < 0.05, "{model} vs {theory}");
+    // every frame the sender's station got through reached the receiver or waits at the AP
+    let (ap, server) = (&med.contenders[0], &med.contenders[2]);
+    assert_eq!(server.role, Role::Server);
+    assert_eq!(
+        server.stats.delivered,
+        got + ap.backlog_pkts + med.relays.len() as u64
+    );
 }
