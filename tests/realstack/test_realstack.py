@@ -670,13 +670,14 @@ def test_emulator_holds_rate_delay_and_loss() -> None:
 
 #: Agreement of the kernel with the simulator on the GEO path (4 Mbit/s, 250 ms one way,
 #: 2xBDP DropTail, lossless, 60 s), measured with `tcplab validate` (README): goodput and
-#: the smoothed RTT's time mean within 10 %.
+#: the smoothed RTT's time mean within 10 %. CUBIC's lossless GEO case is the agreement
+#: matrix's own real test (`test_matrix.py`); this one runs the algorithm that has none.
 GOODPUT_TOLERANCE = 0.10
 RTT_TOLERANCE = 0.10
 
 
 @needs_realstack
-@pytest.mark.parametrize("cca", ["cubic", "bbr"])
+@pytest.mark.parametrize("cca", ["bbr"])
 def test_geo_goodput_and_rtt_agree_with_the_simulator(cca: str) -> None:
     _skip_without(cca)
     scenario = load_scenario(
@@ -797,9 +798,13 @@ def test_ctrl_c_removes_namespaces_and_processes(tmp_path: Path) -> None:
         ).stdout.split()
     ]
     assert children, "no emulator or iperf3 running"
+    interrupted = time.monotonic()
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
+    took_s = time.monotonic() - interrupted
     assert proc.returncode == 130, err
+    # what the user waits for: every process stopped and every namespace gone
+    assert took_s < 1.0, f"Ctrl-C took {took_s:.2f} s"
     # Notes (e.g. which link backend runs) come first; the error is the last line.
     assert err.strip().splitlines()[-1] == "error: interrupted"
     assert all(line.startswith("note: ") for line in err.strip().splitlines()[:-1]), err
