@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -96,6 +97,24 @@ def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[
         timeout=900,
         cwd=cwd,
         check=False,
+    )
+
+
+def _like_a_terminal() -> None:
+    """In a child before it runs: Ctrl-C as a shell's foreground command gets it (default
+    action, not blocked), whatever the test runner's worker process has done to its own."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def interruptible(argv: list[str]) -> subprocess.Popen[str]:
+    """`argv` started for a test that interrupts it with SIGINT, pipes for its output."""
+    return subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_like_a_terminal,
     )
 
 

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import assert_user_error, run_cli
+from conftest import assert_user_error, interruptible, run_cli
 from tcplab import ScenarioError, runner
 
 # 4 bulk CUBIC flows over 100 Mbit/s for an hour: minutes of simulation
@@ -55,12 +55,7 @@ count = 1000
 
 
 def _tcplab(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "tcplab", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return interruptible([sys.executable, "-m", "tcplab", *args])
 
 
 def test_ctrl_c_ends_a_long_run_within_a_second_with_exit_130(tmp_path: Path) -> None:

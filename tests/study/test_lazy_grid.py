@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import interruptible
 from tcplab import _core
 from tcplab.study import sweep
 from tcplab.study.grid import Study, study_from_dict
@@ -55,11 +56,8 @@ def test_a_ten_million_run_sweep_starts_its_first_run_within_seconds(tmp_path: P
     )
     db = tmp_path / "big.duckdb"
     started = time.monotonic()
-    proc = subprocess.Popen(
-        [*TCPLAB, "sweep", str(study_file), "--db", str(db), "--jobs", "1", "--no-progress"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    proc = interruptible(
+        [*TCPLAB, "sweep", str(study_file), "--db", str(db), "--jobs", "1", "--no-progress"]
     )
     series = tmp_path / "big.duckdb.series"
     try:
