@@ -82,10 +82,21 @@ def test_emulate_captures_the_kernels_packets_at_both_ends_of_the_bottleneck(
         # timed from the emulation's t = 0, within its 20 s (and the grace of its end)
         assert all(0 <= float(f[0]) < 40 for f in fields)
         # The flows' TCP segments, with correct checksums; whatever else the kernel sent
-        # through the link (an ICMP error quoting a header) parses too.
+        # through the link (an ICMP error quoting a header) parses too. Linux's incremental
+        # checksum updates (segmentation offload done in software) now and then write 0xffff
+        # where a full computation gives 0x0000: the same one's-complement zero (RFC 1624
+        # section 3), accepted by every receiver, though Wireshark marks it bad.
         tcp = [f for f in fields if f[4].removesuffix(":data") == "raw:ip:tcp"]
         assert len(tcp) > 0.99 * len(fields)
-        bad = [f for f in tcp if not (f[1] == "1" and f[2] == "1" and f[3] == "")]
+        bad = [
+            f
+            for f in tcp
+            if not (
+                f[1] == "1"
+                and (f[2] == "1" or (f[5], f[6]) == ("0xffff", "0x0000"))
+                and f[3] == ""
+            )
+        ]
         assert not bad, bad[:5]
         assert not [f for f in fields if f[3]], "malformed frames"
     # What the emulated link dropped is what the sender side has and the receiver side lacks.
