@@ -92,9 +92,7 @@ def test_emulate_captures_the_kernels_packets_at_both_ends_of_the_bottleneck(
             f
             for f in tcp
             if not (
-                f[1] == "1"
-                and (f[2] == "1" or (f[5], f[6]) == ("0xffff", "0x0000"))
-                and f[3] == ""
+                f[1] == "1" and (f[2] == "1" or (f[5], f[6]) == ("0xffff", "0x0000")) and f[3] == ""
             )
         ]
         assert not bad, bad[:5]
