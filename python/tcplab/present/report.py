@@ -315,8 +315,11 @@ def write_report(
     path = Path(out)
     if path.suffix.lower() not in (".html", ".htm"):
         raise ScenarioError(f"-o = {str(out)!r}: a report is an HTML file; allowed: *.html")
-    names = [study] if isinstance(study, str) else study or store.study_names()
-    for name in names:  # before the figures are drawn, not after
-        store.check_series(name, revision if isinstance(study, str) else None)
-    path.write_text(build_report(store, study, title=title, revision=revision), encoding="utf-8")
+    # one read connection for the report's dozens of queries (see `Store.reading`)
+    with store.reading():
+        names = [study] if isinstance(study, str) else study or store.study_names()
+        for name in names:  # before the figures are drawn, not after
+            store.check_series(name, revision if isinstance(study, str) else None)
+        text = build_report(store, study, title=title, revision=revision)
+    path.write_text(text, encoding="utf-8")
     return path
