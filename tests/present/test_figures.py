@@ -9,8 +9,10 @@ import csv
 import io
 import math
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +29,7 @@ from tcplab.present.plotspecs import PLOTS
 from tcplab.present.report import write_report
 from tcplab.present.study_view import Selection, view_of
 from tcplab.present.style import make_style
+from tcplab.present.svg_pool import svgs_of
 from tcplab.study.store import Store
 
 TCPLAB = [sys.executable, "-m", "tcplab"]
@@ -256,3 +259,59 @@ def test_a_log_axis_keeps_its_minor_ticks_as_one_row_of_marks() -> None:
     assert len(expected) >= 30  # four decades and more
     assert list(ax.xaxis.get_minorticklocs()) == []  # drawn once, not also as ticks
     assert 'id="minor-x"' in to_svg(fig)
+
+
+def test_a_log_axis_labels_its_decades_as_powers_of_ten_in_plain_text() -> None:
+    # 10 with a superscript exponent, as matplotlib's mathtext would draw it, but as text:
+    # the labels a reader (or a search in the page) finds are "10⁻⁵" ... "10⁻²"
+    from tcplab.present.chart import Chart, Panel, Point, Series
+    from tcplab.present.style import line_style
+
+    xs = [1e-5, 1e-4, 1e-3, 1e-2]
+    series = Series("cubic", line_style(0), [Point(x, 1.0) for x in xs])
+    panel = Panel("p", "packet error rate", "goodput (Mbit/s)", [series], xscale="log")
+    svg = to_svg(render(Chart("t", "t", [panel], "algorithm", "c"), make_style(), caption=False))
+    texts = re.findall(r"<text[^>]*>([^<]*)</text>", svg)
+    assert ["10\u207b\u2075", "10\u207b\u2074", "10\u207b\u00b3", "10\u207b\u00b2"] == [
+        t for t in texts if t.startswith("10")
+    ]
+
+
+def test_figures_drawn_in_worker_processes_are_the_ones_drawn_here(
+    studies: dict[str, Store],
+) -> None:
+    # A report draws its figures in forked workers; the page must not depend on that.
+    store = studies["pair"]
+    runs = store.runs("pair")
+    charts = [chart(kind, runs, store) for kind in available(runs, store)]
+    style = make_style("web")
+    assert len(charts) >= 3
+    here = svgs_of(charts, style, workers=1)
+    assert svgs_of(charts, style, workers=2) == here
+    assert [svg.count("<svg") for svg in here] == [1] * len(charts)
+
+
+def test_ctrl_c_while_workers_draw_stops_the_drawing_and_leaves_no_worker(
+    studies: dict[str, Store],
+) -> None:
+    import multiprocessing
+
+    store = studies["pair"]
+    runs = store.runs("pair")
+    charts = [chart(kind, runs, store) for kind in available(runs, store)] * 20
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGALRM, interrupt)
+    started = time.monotonic()
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.5)
+        with pytest.raises(KeyboardInterrupt):
+            svgs_of(charts, make_style("web"), workers=2)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    # the figures being drawn are finished (well under a second each), the rest not started
+    assert time.monotonic() - started < 5.0
+    assert multiprocessing.active_children() == []

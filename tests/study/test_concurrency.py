@@ -245,3 +245,24 @@ def test_python_store_beside_a_raw_connection(tmp_path: Path, mode: str) -> None
     finally:
         finish(holder)
     assert Store(db, create=False).runs().empty
+
+
+def test_a_reading_block_holds_one_read_connection_and_lets_it_go(tmp_path: Path) -> None:
+    """A report's reads share one connection (`Store.reading`): inside the block the file is
+    open read only, so a writer elsewhere is refused; after it, the writer gets the file."""
+    db = tmp_path / "reading.duckdb"
+    Store(db)  # created
+    store = Store(db, create=False)
+    writer = [
+        sys.executable,
+        "-c",
+        f"import duckdb; duckdb.connect({str(db)!r}).execute('CHECKPOINT').close()",
+    ]
+    with store.reading():
+        assert store.runs().empty
+        assert store.study_names() == []
+        inside = subprocess.run(writer, capture_output=True, text=True, check=False)
+        assert store.query("SELECT 1") == [(1,)]
+    assert inside.returncode != 0 and "lock" in inside.stderr.lower(), inside.stderr
+    after = subprocess.run(writer, capture_output=True, text=True, check=False)
+    assert after.returncode == 0, after.stderr

@@ -342,15 +342,16 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     _check_report_path("-o", args.output)
     store = _open_db(args.db)
-    chosen = _selected(store, args.study, args.revision)
-    if len(chosen) > 1:
-        raise ScenarioError(
-            "--study: the database holds several studies; allowed: "
-            + ", ".join(name for name, _ in chosen)
-        )
-    study, revision = chosen[0]
-    line = revision_line(store, study, revision)
-    path = write_report(store, args.output, study, revision=revision)
+    with store.reading():
+        chosen = _selected(store, args.study, args.revision)
+        if len(chosen) > 1:
+            raise ScenarioError(
+                "--study: the database holds several studies; allowed: "
+                + ", ".join(name for name, _ in chosen)
+            )
+        study, revision = chosen[0]
+        line = revision_line(store, study, revision)
+        path = write_report(store, args.output, study, revision=revision)
     # said once it worked: a damaged file is then the one line on stderr
     _say(f"report of {line}")
     print(f"wrote {path}")

@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from .. import __version__
 from .chart import Chart
 from .compare import Side, Table
-from .draw import render, to_svg
 from .report import CHECK_JS, CSS
 from .style import make_style
+from .svg_pool import svgs_of
 
 
 def table_html(t: Table) -> str:
@@ -51,8 +51,7 @@ def compare_page(sides: Sequence[Side], table: Table, charts: Sequence[Chart]) -
     parts.append(table_html(table))
     parts.append("<h2>Figures</h2>")
     style = make_style("web")
-    for c in charts:
-        svg = to_svg(render(c, style, caption=False))
+    for c, svg in zip(charts, svgs_of(charts, style), strict=True):
         parts.append(
             f"<figure class='fig' data-kind='{html.escape(c.name)}'>{svg}<figcaption><b>"
             f"{html.escape(c.title)}.</b> {html.escape(c.caption)}</figcaption></figure>"

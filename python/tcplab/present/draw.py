@@ -247,6 +247,7 @@ def _lines(ax: Axes, panel: Panel, index: int, style: Style, over_time: bool) ->
             drawn.lines[0].set_gid(gid if group is pts else f"{gid}-zero")
     if panel.xscale == "log":
         ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(FuncFormatter(_decade_label))
         if zero is not None:
             _zero_break(ax, panel, style)
 
@@ -277,6 +278,22 @@ def _over_time(
         kw["ms"] = style.marker_size * 0.8
     (line,) = ax.plot(xs, ys, label=s.label, **kw)
     line.set_gid(gid)
+
+
+_SUPERSCRIPT: Final = str.maketrans(
+    "-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079"
+)
+
+
+def _decade_label(v: float, _pos: object = None) -> str:
+    """A log axis' tick label: a power of ten as 10 with a superscript exponent (10⁻⁵) in
+    plain text, where matplotlib's default writes mathtext, whose parser cost more than
+    drawing the panel; any other value as a number."""
+    if v > 0:
+        k = round(math.log10(v))
+        if math.isclose(v, 10.0**k, rel_tol=1e-9):
+            return "10" + str(k).translate(_SUPERSCRIPT)
+    return format_number(v, 2)
 
 
 def _minor_marks(ax: Axes, axis: Any) -> None:

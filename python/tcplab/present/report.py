@@ -26,12 +26,13 @@ from ..results.metrics import METRIC_BY_NAME
 from ..study.aggregate import aggregate
 from ..study.paper import paper_of_file
 from ..study.store import Store, param_columns
+from .chart import Chart
 from .charts import supported
-from .draw import render, to_svg
 from .labels import KeyLabel, format_value
 from .plots import PLOTS, chart
 from .study_view import StudyView, view_of
 from .style import make_style
+from .svg_pool import Drawer
 from .tables import Interval, decimals, fixed
 
 #: The reports' style sheet (the kernel agreement matrix's page uses it too).
@@ -225,28 +226,36 @@ def _section(
     view = view_of(runs, {**info, "study": study, "revision": revision})
     style = make_style("web")
     reruns: dict[str, Any] = {}  # the representative run, simulated again for its packets
-    try:
-        for name in plots or [n for n, spec in PLOTS.items() if supported(spec, view)]:
-            try:
-                c = chart(name, runs, store, view=view, reruns=reruns)
-            except ScenarioError as exc:
-                if PLOTS[name].kind != "trace":
-                    raise
-                out.append(
-                    f"<p class='meta' data-kind='{html.escape(name)}'>"
-                    f"{html.escape(PLOTS[name].title)}: not drawn ({html.escape(str(exc))}).</p>"
-                )
-                continue
-            svg = to_svg(render(c, style, caption=False))
-            anchor = html.escape(f"fig-{study}-{name}")
+    figures: list[tuple[str, Chart | str]] = []  # a chart to draw, or why it is not drawn
+    with Drawer(style) as drawer:
+        try:
+            for name in plots or [n for n, spec in PLOTS.items() if supported(spec, view)]:
+                try:
+                    made = chart(name, runs, store, view=view, reruns=reruns)
+                except ScenarioError as exc:
+                    if PLOTS[name].kind != "trace":
+                        raise
+                    figures.append((name, str(exc)))
+                    continue
+                figures.append((name, made))
+                drawer.add(made)  # drawn by a worker while the next chart's data is read
+        finally:
+            for rerun in reruns.values():
+                rerun.close()
+        svgs = iter(drawer.svgs())
+    for name, c in figures:
+        if not isinstance(c, Chart):
             out.append(
-                f"<figure class='fig' id='{anchor}' data-kind='{html.escape(name)}'>{svg}"
-                f"<figcaption><b>{html.escape(c.title)}.</b> {html.escape(c.caption)}"
-                "</figcaption></figure>"
+                f"<p class='meta' data-kind='{html.escape(name)}'>"
+                f"{html.escape(PLOTS[name].title)}: not drawn ({html.escape(c)}).</p>"
             )
-    finally:
-        for rerun in reruns.values():
-            rerun.close()
+            continue
+        anchor = html.escape(f"fig-{study}-{name}")
+        out.append(
+            f"<figure class='fig' id='{anchor}' data-kind='{html.escape(name)}'>{next(svgs)}"
+            f"<figcaption><b>{html.escape(c.title)}.</b> {html.escape(c.caption)}"
+            "</figcaption></figure>"
+        )
     out.append(f"<{h2}>Results (mean over repetitions, 95 % confidence interval)</{h2}>")
     out.append(summary_table(agg, view))
     out.append(f"<{h2}>Provenance</{h2}>")
@@ -306,8 +315,11 @@ def write_report(
     path = Path(out)
     if path.suffix.lower() not in (".html", ".htm"):
         raise ScenarioError(f"-o = {str(out)!r}: a report is an HTML file; allowed: *.html")
-    names = [study] if isinstance(study, str) else study or store.study_names()
-    for name in names:  # before the figures are drawn, not after
-        store.check_series(name, revision if isinstance(study, str) else None)
-    path.write_text(build_report(store, study, title=title, revision=revision), encoding="utf-8")
+    # one read connection for the report's dozens of queries (see `Store.reading`)
+    with store.reading():
+        names = [study] if isinstance(study, str) else study or store.study_names()
+        for name in names:  # before the figures are drawn, not after
+            store.check_series(name, revision if isinstance(study, str) else None)
+        text = build_report(store, study, title=title, revision=revision)
+    path.write_text(text, encoding="utf-8")
     return path

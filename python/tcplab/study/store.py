@@ -380,6 +380,7 @@ class Store:
     ) -> None:
         self.path = Path(path)
         self.wait_s = wait_s
+        self._held: Any = None  # the read connection of a `reading()` block
         self.series_dir = self.path.with_name(self.path.name + ".series")
         if self.path.is_dir():
             raise StoreError(f"{self.path}: is a directory, not a results database")
@@ -397,10 +398,30 @@ class Store:
     # --- connections ----------------------------------------------------------------------
 
     @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Reads inside the block share one read-only connection instead of opening the
+        file for each query (a report makes dozens, each open costing tens of ms). Writers
+        in other processes wait while it is held, so keep the block to the reading."""
+        if self._held is not None:
+            yield
+            return
+        with self._connect(write=False) as con:
+            self._held = con
+            try:
+                yield
+            finally:
+                self._held = None
+
+    @contextmanager
     def _connect(self, *, write: bool, wait_s: float | None = None) -> Iterator[Any]:
         """A connection for one query or one transaction; waits (with back-off) while another
         process holds a conflicting lock, then gives up in one line. What DuckDB says of a
-        damaged, foreign or unwritable file, there or in a query, becomes a `StoreError`."""
+        damaged, foreign or unwritable file, there or in a query, becomes a `StoreError`.
+        Inside `reading()`, a read uses the block's connection."""
+        if self._held is not None and not write:
+            with self._file_errors():
+                yield self._held
+            return
         wait = self.wait_s if wait_s is None else wait_s
         deadline = time.monotonic() + wait
         delay_s = 0.005
@@ -423,14 +444,21 @@ class Store:
                 time.sleep(min(delay_s, left))
                 delay_s = min(delay_s * 2, 0.2)
         try:
-            yield con
+            with self._file_errors():
+                yield con
+        finally:
+            con.close()
+
+    @contextmanager
+    def _file_errors(self) -> Iterator[None]:
+        """What DuckDB says of the file inside the block, as a `StoreError`."""
+        try:
+            yield
         except duckdb.Error as exc:
             message = file_error(self.path, exc)
             if message is None:
                 raise
             raise StoreError(message) from None
-        finally:
-            con.close()
 
     @contextmanager
     def _transaction(self, wait_s: float | None = None) -> Iterator[Any]:

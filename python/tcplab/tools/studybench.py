@@ -6,7 +6,8 @@ Each runs in a fresh interpreter, one after the other. The child runs the comman
 the CLI's own entry point and reports, besides its wall time, CPU seconds — what a loaded
 machine (this one has 2 cores shared with other work) disturbs far less than wall time:
 
-- the whole command's CPU time (all threads, from `getrusage`);
+- the whole command's CPU time (all threads, and the child processes that drew the report's
+  figures, from `getrusage`);
 - the sweep's: the process's CPU time while `run_study` runs, and the part of it the
   worker threads spent inside the core (`SweepSummary.core_cpu_s`, each thread's own CPU
   clock around the core call) — their ratio is the share of the sweep that is simulation;
@@ -33,8 +34,12 @@ _CHILD: Final = """
 import json, resource, sys, time
 
 def cpu():
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
+    # the report's figure workers are child processes, joined before it returns
+    return sum(
+        r.ru_utime + r.ru_stime
+        for r in (resource.getrusage(resource.RUSAGE_SELF),
+                  resource.getrusage(resource.RUSAGE_CHILDREN))
+    )
 
 seen = {"sweeps": []}
 started_wall, started_cpu = time.perf_counter(), cpu()
