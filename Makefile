@@ -81,7 +81,16 @@ build: venv
 demo: build
 	$(BIN)/tcplab demo --out demo-out
 
-test: build system-deps test-rust lint docs test-py
+# After one build, the Rust tests run beside the wheel, the API docs and the linters, one after
+# the other (each of those keeps about one core busy: packing, pdoc, mypy), their output kept
+# whole per step; then the Python tests. The wheel goes first, so it is packed before the
+# Rust tests relink the real-stack binaries. BUILT=1 tells those steps the build is done.
+test: build system-deps
+	$(MAKE) --no-print-directory -j2 --output-sync=target BUILT=1 test-rust dist docs lint
+	$(MAKE) --no-print-directory BUILT=1 test-py
+
+# `build` as a prerequisite, unless a `make test` already built (BUILT=1)
+BUILD := $(if $(BUILT),,build)
 
 # The core's tests build without fat LTO (the tools profile: same optimization level, 16
 # codegen units): fat LTO of every test binary tripled the build for no change in what is tested.
@@ -91,7 +100,7 @@ test-rust:
 	$(CARGO) test --profile tools -p tcplab-emu
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
 
-lint: build
+lint: $(BUILD)
 	$(CARGO) fmt --all -- --check
 	$(BIN)/ruff check python tests
 	$(BIN)/ruff format --check python tests
@@ -101,13 +110,13 @@ lint: build
 # tests/dist installs dist/'s wheel into a fresh virtualenv: `dist` is part of the chain
 # The simulator's tests spread over two workers; the real emulations then run alone, as they
 # time the kernel's TCP on the wall clock.
-test-py: build system-deps dist
+test-py: $(BUILD) system-deps $(if $(BUILT),,dist)
 	$(BIN)/pytest -q -rs -n 2 -m "not slow and not real_time"
 	$(BIN)/pytest -q -rs -m "real_time and not slow"
 
 # The sdist and a portable wheel (manylinux2014, with the real-stack binaries, the examples and
 # the build's commit) in dist/, packed from what `make build` compiled; see packaging/dist.py.
-dist: build
+dist: $(BUILD)
 	$(PY) packaging/dist.py
 
 # The API reference, generated from the docstrings (pdoc; Markdown docstrings) into
@@ -115,7 +124,7 @@ dist: build
 # runs it.
 DOC_MODULES := tcplab tcplab.examples tcplab.scenario.load tcplab.results.series \
 	tcplab.results.theory tcplab.results.provenance tcplab.study.grid tcplab.study.paper
-docs: build
+docs: $(BUILD)
 	rm -rf build/docs/api
 	$(PY) -W error -m pdoc --docformat markdown -o build/docs/api $(DOC_MODULES)
 
