@@ -296,6 +296,20 @@ def test_cli_sweep_report_plot_results(tmp_path: Path) -> None:
     assert r.returncode == 2 and "allowed: .png, .svg, .pdf" in r.stderr
     r = run("sweep", str(tmp_path / "missing.toml"))
     assert r.returncode == 2 and "no such file" in r.stderr
+    # a second study in the database: a report or a figure is of one, named with --study
+    other = tmp_path / "other.toml"
+    other.write_text(study_file.read_text().replace('name = "cli"', 'name = "other"'))
+    assert run("sweep", str(other), "--db", db, "--no-progress").returncode == 0
+    two = [
+        ["report", db, "-o", str(tmp_path / "two.html")],
+        ["plot", db, "--kind", "goodput", "-o", str(tmp_path / "two.svg")],
+    ]
+    for command in two:
+        r = run(*command)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+        assert "--study: the database holds several studies; allowed: cli, other" in r.stderr
+    r = run("report", db, "--study", "other", "-o", str(tmp_path / "other.html"))
+    assert r.returncode == 0 and "report of other revision 1 of 1" in r.stderr
 
 
 def test_every_preset_study_loads() -> None:

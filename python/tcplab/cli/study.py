@@ -91,6 +91,17 @@ def _selected(store: Store, study: str | None, revision: int | None) -> list[tup
     return [(study, store.resolve(study, revision))]
 
 
+def _one_selected(store: Store, study: str | None, revision: int | None) -> tuple[str, int]:
+    """The one (study, revision) a command on a single study shows (see `_selected`)."""
+    chosen = _selected(store, study, revision)
+    if len(chosen) > 1:
+        raise ScenarioError(
+            "--study: the database holds several studies; allowed: "
+            + ", ".join(name for name, _ in chosen)
+        )
+    return chosen[0]
+
+
 def _scaled(study: Study, args: argparse.Namespace) -> Study:
     """Apply --duration / --repetitions to a study (a cheaper version of a preset)."""
     from ..study.grid import study_from_dict
@@ -343,13 +354,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     _check_report_path("-o", args.output)
     store = _open_db(args.db)
     with store.reading():
-        chosen = _selected(store, args.study, args.revision)
-        if len(chosen) > 1:
-            raise ScenarioError(
-                "--study: the database holds several studies; allowed: "
-                + ", ".join(name for name, _ in chosen)
-            )
-        study, revision = chosen[0]
+        study, revision = _one_selected(store, args.study, args.revision)
         line = revision_line(store, study, revision)
         path = write_report(store, args.output, study, revision=revision)
     # said once it worked: a damaged file is then the one line on stderr
@@ -425,13 +430,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
             "capture directory as the source"
         )
     store = _open_db(args.db)
-    chosen = _selected(store, args.study, args.revision)
-    if len(chosen) > 1:
-        raise ScenarioError(
-            "--study: the database holds several studies; allowed: "
-            + ", ".join(name for name, _ in chosen)
-        )
-    study, revision = chosen[0]
+    study, revision = _one_selected(store, args.study, args.revision)
     _say(f"plot of {revision_line(store, study, revision)}")
     runs = store.runs(study, revision)
     if PLOTS[args.kind].kind == "trace":
