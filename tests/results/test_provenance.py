@@ -70,6 +70,30 @@ def test_git_commit_of_a_checkout_and_outside_one(tmp_path: Path) -> None:
     assert git_commit(tmp_path) is None  # not a checkout: no commit, no error
 
 
+def test_a_process_asks_git_for_its_commit_once_whatever_it_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # three git processes cost more than a short run: a sweep of 1,752 one-second runs spent
+    # 25 ms per run on them before the commit was asked once per process
+    from tcplab.results import provenance
+
+    calls: list[list[str]] = []
+    real = subprocess.run
+
+    def counted(argv: list[str], *args: object, **kwargs: object) -> object:
+        calls.append(list(argv))
+        return real(argv, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(subprocess, "run", counted)
+    provenance._own_commit.cache_clear()
+    scenario = tmp_path / "prov.toml"
+    scenario.write_text(SCENARIO)
+    commits = {run(scenario, seed=s, duration="3s").git_commit for s in (1, 2, 3)}
+    assert len(commits) == 1 and commits == {git_commit()}
+    git = [c for c in calls if c[:1] == ["git"]]
+    assert 1 <= len(git) <= 3, git  # ls-files, rev-parse, status: once
+
+
 def test_git_describe_names_the_commit_and_whether_the_tree_is_modified() -> None:
     head, commit, describe = head_commit(), git_commit(), git_describe()
     if head is None or commit is None or describe is None:

@@ -18,6 +18,7 @@ these fields (docs/results.md "Provenance"):
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import json
 import socket
 import subprocess
@@ -75,9 +76,20 @@ def git_commit(package_dir: Path | None = None) -> str | None:
     files differed from it): asked from git in a checkout, else the commit a wheel or sdist
     recorded when it was built (for the package itself, `package_dir` None); None when
     neither knows (git missing, a copy that is no checkout)."""
-    where = package_dir or _PACKAGE_DIR
+    return _own_commit() if package_dir is None else _commit_of(package_dir, recorded=False)
+
+
+@functools.cache
+def _own_commit() -> str | None:
+    """The running package's commit, asked once per process: three `git` processes cost
+    ~20 ms, more than a short run's simulation, and the code a process runs is the code it
+    imported, whatever the checkout becomes after."""
+    return _commit_of(_PACKAGE_DIR, recorded=True)
+
+
+def _commit_of(where: Path, *, recorded: bool) -> str | None:
     if not _in_checkout(where):
-        info = build_info() if package_dir is None else None
+        info = build_info() if recorded else None
         return info.get("git_commit") if info else None
     sha = _git(where, "rev-parse", "HEAD")
     if not sha:
