@@ -20,9 +20,10 @@ before its row is committed, so a stored run always has its series.
 
 Concurrency: DuckDB lets one process write a file, or any number read it, never both at
 once. So no `Store` keeps the file open: every read opens it read only for that query and
-closes it; every write is one short transaction (connect, insert a batch, commit, close). A
-lock held by another process is waited for (reads: `wait_s`, 5 s by default; writes: what the
-caller asks) and then reported in one line (`StoreBusy`). Anyone who opens the file with
+closes it (inside `reading()`, the block's reads share one such connection: a report's);
+every write is one short transaction (connect, insert a batch, commit, close). A lock held
+by another process is waited for (reads: `wait_s`, 5 s by default; writes: what the caller
+asks) and then reported in one line (`StoreBusy`). Anyone who opens the file with
 DuckDB directly and keeps it open blocks writers for that long.
 
 Schema versions: 1 had TCP dumbbells only; 2 adds the CBR/PEP/link columns and tables; 3 the
