@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 from . import _core
 from .errors import ScenarioError, field_error
 from .files import disk_full, is_disk_full
+from .processes import usable_cpus
 from .results.parse import RunResult
 from .results.provenance import RunProvenance, git_commit, utc_now
 from .scenario.load import Overrides, ScenarioSource, load_scenario, override_pairs
@@ -303,7 +304,7 @@ _Input = TypeVar("_Input")
 def _parallel(
     run_one: Callable[[_Input], RunResult], inputs: Sequence[_Input], max_workers: int | None
 ) -> list[RunResult]:
-    workers = max(1, min(len(inputs), max_workers or os.cpu_count() or 1))
+    workers = max(1, min(len(inputs), max_workers or usable_cpus()))
     with ThreadPoolExecutor(max_workers=workers) as pool:
         return list(pool.map(run_one, inputs))
 

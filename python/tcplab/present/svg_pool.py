@@ -10,23 +10,15 @@ returns its SVG text, the same text the parent would have written.
 
 from __future__ import annotations
 
-import os
 import signal
 from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from types import TracebackType
 
+from ..processes import usable_cpus
 from .chart import Chart
 from .draw import render, to_svg
 from .style import Style
-
-
-def usable_cpus() -> int:
-    """CPUs this process may run on (its affinity mask, not the machine's count)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not Linux
-        return os.cpu_count() or 1
 
 
 def svg_of(chart: Chart, style: Style) -> str:

@@ -52,7 +52,7 @@ from rich.progress import (
 from .. import _core
 from ..errors import ScenarioError
 from ..files import disk_full, is_disk_full
-from ..processes import alive
+from ..processes import alive, usable_cpus
 from ..results.parse import RunResult
 from ..results.provenance import Build, RunProvenance, utc_now
 from ..runner import core_error
@@ -376,7 +376,7 @@ def run_study(
     started = time.perf_counter()
     drive = _Drive(grid, committer, study, build, console, progress)
     if executor == "local":
-        workers = max(1, jobs or os.cpu_count() or 1)
+        workers = max(1, jobs or usable_cpus())
         with ThreadPoolExecutor(max_workers=workers) as pool:
             ran, interrupted = drive(pool, workers, stop_after, store)
     else:
