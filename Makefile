@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 export PYO3_PYTHON := $(abspath $(PY))
 CARGO ?= cargo
 
-.PHONY: all venv build demo test test-rust lint test-py bench clean fmt system-deps report-shots \
+.PHONY: all venv build build-ext build-tools demo test test-rust rust-tests clippy lint test-py bench clean fmt system-deps report-shots \
 	dist docs fuzz
 
 # Portable builds: every cargo and maturin command here builds for the host's triple named
@@ -19,6 +19,10 @@ export CARGO_BUILD_TARGET := $(TRIPLE)
 export CARGO_TARGET_$(shell echo '$(TRIPLE)' | tr 'a-z-' 'A-Z_')_LINKER := $(abspath packaging/zig-cc)
 export TCPLAB_ZIG_TARGET := $(firstword $(subst -, ,$(TRIPLE)))-linux-gnu.2.17
 export TCPLAB_VENV := $(abspath $(VENV))
+# Python keeps its bytecode caches here even where the environment turns them off: the tests
+# start hundreds of tcplab processes, and each would compile the package again (a third of
+# a CLI's start-up), as would pytest's assertion rewriting in each of its processes.
+unexport PYTHONDONTWRITEBYTECODE
 
 all: build
 
@@ -74,19 +78,28 @@ system-deps:
 # Build the Rust extension in release mode and install the package (editable) into .venv;
 # also the real-stack binaries (target/<triple>/tools/tcplab-emu, tcplab-pep; found by
 # tcplab.realstack).
+# The two builds run side by side: maturin first installs the Python dependencies (mostly
+# unpacking, one core), which the real-stack binaries' compile fills.
 build: venv
+	$(MAKE) --no-print-directory -j2 --output-sync=target build-ext build-tools
+
+build-ext: venv
 	VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/maturin develop --release --extras dev -q
+
+build-tools:
 	$(CARGO) build --profile tools -q -p tcplab-emu -p tcplab-pep
 
 demo: build
 	$(BIN)/tcplab demo --out demo-out
 
-# After one build, the Rust tests run beside the wheel, the API docs and the linters, one after
-# the other (each of those keeps about one core busy: packing, pdoc, mypy), their output kept
-# whole per step; then the Python tests. The wheel goes first, so it is packed before the
-# Rust tests relink the real-stack binaries. BUILT=1 tells those steps the build is done.
-test: build system-deps
-	$(MAKE) --no-print-directory -j2 --output-sync=target BUILT=1 test-rust dist docs lint
+# The build runs beside the system packages' installation (network and dpkg, little CPU). Then
+# the Rust tests run beside the wheel, the API docs, the linters and clippy, two steps at a
+# time, their output kept whole per step; then the Python tests. The wheel goes first, so it is
+# packed before the Rust tests relink the real-stack binaries. BUILT=1 tells those steps the
+# build is done.
+test: venv
+	$(MAKE) --no-print-directory -j3 --output-sync=target build-ext build-tools system-deps
+	$(MAKE) --no-print-directory -j2 --output-sync=target BUILT=1 rust-tests dist docs lint clippy
 	$(MAKE) --no-print-directory BUILT=1 test-py
 
 # `build` as a prerequisite, unless a `make test` already built (BUILT=1)
@@ -94,10 +107,14 @@ BUILD := $(if $(BUILT),,build)
 
 # The core's tests build without fat LTO (the tools profile: same optimization level, 16
 # codegen units): fat LTO of every test binary tripled the build for no change in what is tested.
-test-rust:
+test-rust: rust-tests clippy
+
+rust-tests:
 	$(CARGO) test --profile tools -p tcplab-core
 	$(CARGO) test --profile tools -p tcplab-pep
 	$(CARGO) test --profile tools -p tcplab-emu
+
+clippy:
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
 
 lint: $(BUILD)
@@ -111,7 +128,7 @@ lint: $(BUILD)
 # The simulator's tests spread over two workers; the real emulations then run alone, as they
 # time the kernel's TCP on the wall clock.
 test-py: $(BUILD) system-deps $(if $(BUILT),,dist)
-	$(BIN)/pytest -q -rs -n 2 -m "not slow and not real_time"
+	$(BIN)/pytest -q -rs -n 2 --dist worksteal -m "not slow and not real_time"
 	$(BIN)/pytest -q -rs -m "real_time and not slow"
 
 # The sdist and a portable wheel (manylinux2014, with the real-stack binaries, the examples and

@@ -24,11 +24,13 @@ REALSTACK_FIXTURES = REPO / "tests" / "data" / "realstack"
 #: they measure. `make test` runs them on their own after the rest, which it spreads over the
 #: cores (pytest-xdist).
 REAL_TIME_TESTS = ("tests/realstack/", "tests/trace/test_emulate_capture.py")
+#: ... except these, which read recorded kernel runs and simulate, and so run with the rest.
+SIMULATION_ONLY = ("tests/realstack/test_kernel_records.py",)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if item.nodeid.startswith(REAL_TIME_TESTS):
+        if item.nodeid.startswith(REAL_TIME_TESTS) and not item.nodeid.startswith(SIMULATION_ONLY):
             item.add_marker(pytest.mark.real_time)
 
 

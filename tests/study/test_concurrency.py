@@ -18,7 +18,7 @@ from tcplab.study.store import Store, StoreError
 
 TCPLAB = [sys.executable, "-m", "tcplab"]
 
-#: A 50 Mbit/s GEO path: about 0.1 s of simulation per 100 s simulated.
+#: A 50 Mbit/s GEO path: 0.1-0.2 s of simulation per 100 s simulated.
 STUDY = """\
 duration = "{duration}"
 [study]
@@ -78,7 +78,7 @@ def wait_for(db: Path, runs: int, proc: subprocess.Popen[str], timeout_s: float 
     while stored(db) < runs:
         assert proc.poll() is None, proc.communicate()
         assert time.time() < deadline, "the sweep stored nothing"
-        time.sleep(0.05)
+        time.sleep(0.2)  # a look opens the store (~60 ms of CPU): not faster than this
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -113,7 +113,7 @@ def hold(db: Path, mode: str, hold_s: float) -> subprocess.Popen[str]:
 
 def test_reader_during_a_sweep_succeeds(tmp_path: Path) -> None:
     db = tmp_path / "r.duckdb"
-    proc = sweep(study_file(tmp_path, "conc", reps=3), db)  # 24 runs
+    proc = sweep(study_file(tmp_path, "conc", reps=3, duration="150s"), db)  # 24 runs
     wait_for(db, 1, proc)
     seen: list[int] = []
     reads_while_running = 0
@@ -134,11 +134,11 @@ def test_reader_during_a_sweep_succeeds(tmp_path: Path) -> None:
 
 def test_two_sweeps_into_one_database_both_progress(tmp_path: Path) -> None:
     db = tmp_path / "two.duckdb"
-    one = sweep(study_file(tmp_path, "one", "1e-6", "1e-4", reps=2, duration="200s"), db)
-    two = sweep(study_file(tmp_path, "two", "2e-6", "2e-4", reps=2, duration="200s"), db)
+    one = sweep(study_file(tmp_path, "one", "1e-6", "1e-4", reps=2, duration="150s"), db)
+    two = sweep(study_file(tmp_path, "two", "2e-6", "2e-4", reps=2, duration="150s"), db)
     # and a third, the same study as the first: it shares the runs, never duplicates one
     wait_for(db, 1, one)
-    three = sweep(study_file(tmp_path, "one", "1e-6", "1e-4", reps=2, duration="200s"), db)
+    three = sweep(study_file(tmp_path, "one", "1e-6", "1e-4", reps=2, duration="150s"), db)
     results = [p.communicate(timeout=300) for p in (one, two, three)]
     assert [p.returncode for p in (one, two, three)] == [0, 0, 0], [e for _, e in results]
     store = Store(db, create=False)
@@ -175,7 +175,7 @@ def test_store_held_open_elsewhere_does_not_fail_the_sweep(tmp_path: Path) -> No
         text=True,
     )
     assert notebook.stdout is not None and notebook.stdout.readline().strip() == "ready"
-    proc = sweep(study_file(tmp_path, "nb", reps=2), db)
+    proc = sweep(study_file(tmp_path, "nb", reps=2, duration="150s"), db)
     wait_for(db, 1, proc)
     # and a raw DuckDB connection held for 2 s in the middle: the sweep waits and goes on
     holder = hold(db, "ro", 2.0)

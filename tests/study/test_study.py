@@ -191,7 +191,8 @@ def test_sweep_killed_hard_resumes_without_losing_or_duplicating(tmp_path: Path)
         target = counts[-1] + rng.randint(1, 8)
         deadline = time.time() + 120
         while time.time() < deadline and proc.poll() is None and stored() < target:
-            time.sleep(0.02)
+            # a look costs ~60 ms of CPU (opening the store): more often would slow the sweep
+            time.sleep(0.2)
         time.sleep(rng.uniform(0.0, 0.4))
         assert proc.poll() is None, "the sweep ended before it could be killed"
         proc.send_signal(signal.SIGKILL)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -323,35 +323,48 @@ def _covered(le: int, re: int, segments: list[tuple[int, int]]) -> bool:
 # ------------------------------------------------------------------- reassembly, ECN
 
 
-def _follow_bytes(path: Path, receiver: str) -> tuple[int, int]:
-    """Bytes Wireshark reassembles in each direction of the TCP connection of the receiver at
-    address `receiver` (the side that sent the first frame first)."""
+def _follow_bytes(path: Path, receivers: Sequence[str]) -> dict[str, tuple[int, int]]:
+    """Bytes Wireshark reassembles in each direction of the TCP connection of each receiver
+    address in `receivers` (first: the side that sent the connection's first frame). One
+    tshark pass finds the connections, one more follows them all."""
     assert TSHARK is not None
-    (stream,) = {r[0] for r in tshark_fields(path, "tcp.stream", display=f"ip.addr == {receiver}")}
-    out = subprocess.run(
-        [TSHARK, "-n", "-r", str(path), "-q", "-z", f"follow,tcp,raw,{stream}"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=True,
-    ).stdout
-    first = second = 0
-    for line in _follow_body(out):
-        if line.startswith("\t"):
-            second += len(line.strip()) // 2
-        else:
-            first += len(line) // 2
-    return first, second
+    streams: dict[str, set[str]] = {r: set() for r in receivers}
+    for stream, src, dst in tshark_fields(path, "tcp.stream", "ip.src", "ip.dst", display="tcp"):
+        for end in {src, dst} & streams.keys():
+            streams[end].add(stream)
+    assert all(len(s) == 1 for s in streams.values()), streams
+    argv = [TSHARK, "-n", "-r", str(path), "-q"]
+    for (stream,) in streams.values():
+        argv += ["-z", f"follow,tcp,raw,{stream}"]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=True).stdout
+    counted = _follow_counts(out)
+    return {r: counted[int(stream)] for r, (stream,) in streams.items()}
 
 
-def _follow_body(text: str) -> Iterator[str]:
-    rule = 0
+def _follow_counts(text: str) -> dict[int, tuple[int, int]]:
+    """Bytes per direction of each block of tshark's `-z follow,tcp,raw` output, by stream
+    number (tshark prints the blocks in its own order, each between two rules of `=`)."""
+    counts: dict[int, tuple[int, int]] = {}
+    stream: int | None = None
+    inside = False
     for line in text.splitlines():
         if line.startswith("====="):
-            rule += 1
+            inside = not inside
+            stream = None
             continue
-        if rule == 1 and line and not line.startswith(("Follow:", "Filter:", "Node ")):
-            yield line
+        if not inside or not line or line.startswith(("Follow:", "Node ")):
+            continue
+        if line.startswith("Filter: tcp.stream eq "):
+            stream = int(line.rsplit(" ", 1)[1])
+            counts[stream] = (0, 0)
+            continue
+        assert stream is not None, line
+        first, second = counts[stream]
+        if line.startswith("\t"):
+            counts[stream] = (first, second + len(line.strip()) // 2)
+        else:
+            counts[stream] = (first + len(line) // 2, second)
+    return counts
 
 
 def test_wireshark_reassembles_exactly_the_bytes_tcplab_delivered(
@@ -360,10 +373,12 @@ def test_wireshark_reassembles_exactly_the_bytes_tcplab_delivered(
     # A flow's receiver is 10.128.0.N for flow N - 1 (tcplab's addressing, README).
     tmp, result = geo
     # The first frame is the bulk sender's SYN: it opens, like iperf3's client.
-    assert _follow_bytes(tmp / RECEIVER, "10.128.0.1") == (result.flows[0].bytes_delivered, 0)
+    followed = _follow_bytes(tmp / RECEIVER, ["10.128.0.1"])
+    assert followed == {"10.128.0.1": (result.flows[0].bytes_delivered, 0)}
     tmp, result = mixed
+    followed = _follow_bytes(tmp / RECEIVER, [f"10.128.0.{f.id + 1}" for f in result.tcp_flows])
     for flow in result.tcp_flows:
-        first, second = _follow_bytes(tmp / RECEIVER, f"10.128.0.{flow.id + 1}")
+        first, second = followed[f"10.128.0.{flow.id + 1}"]
         if flow.app == "file":  # the client opens and asks with a 100-byte request
             assert (first, second) == (100, flow.bytes_delivered)
             assert flow.bytes_delivered == 3_000_000
