@@ -448,6 +448,53 @@ mod tests {
     }
 
     #[test]
+    fn tcp_flows_arrive_as_the_flows_bursts_do_and_send_nothing_themselves() {
+        let size = DistConfig::Pareto {
+            mean: 30_000.0,
+            shape: 1.5,
+        };
+        let tcp = CrossConfig::TcpFlows {
+            segment: None,
+            reverse: false,
+            offered_bps: 1_000_000,
+            size,
+            cca: "cubic".into(),
+            cca_params: Default::default(),
+            max_connections: 10,
+            rtt_ns: None,
+        };
+        let mut s = CrossSource::new(0, &tcp, 11);
+        let mut out = Vec::new();
+        loop {
+            let t = s.deadline();
+            if t.ns() >= 100_000_000_000 {
+                break;
+            }
+            s.on_timer(t, &mut out);
+        }
+        assert!(out.is_empty());
+        // the same draws as open-loop flows of that load and size law: the same transfers
+        let open = run(&flows(1_000_000, 5_000_000, size), 11, 100).counters;
+        assert_eq!(
+            (s.counters.bursts, s.counters.bytes_offered),
+            (open.bursts, open.bytes_offered)
+        );
+        // each arrival is handed over in time order, with its size
+        assert_eq!(s.arrived.len() as u64, s.counters.bursts);
+        assert!(s.arrived.windows(2).all(|w| w[0].0 < w[1].0));
+        assert_eq!(
+            s.arrived.iter().map(|a| a.1).sum::<u64>(),
+            s.counters.bytes_offered
+        );
+        // 1e6 x 100 / (8 x 30e3) = 417 arrivals expected (Poisson, sd 20)
+        assert!(
+            (357..=477).contains(&s.counters.bursts),
+            "{}",
+            s.counters.bursts
+        );
+    }
+
+    #[test]
     fn the_same_seed_gives_the_same_traffic_and_another_seed_other_traffic() {
         let cfg = flows(
             1_000_000,
