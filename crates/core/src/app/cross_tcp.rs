@@ -130,8 +130,6 @@ pub struct TcpCrossStats {
     pub payload_bytes: u64,
     pub retransmits: u64,
     pub rto_count: u64,
-    /// Packets of an earlier connection of a slot, discarded on arrival.
-    pub stale_packets: u64,
 }
 
 /// The `cross` result entry's fields of TCP cross traffic (flattened into it).
