@@ -45,6 +45,9 @@ class Limits:
     max_pep_buffer_bytes: int
     policer_burst_bytes: tuple[int, int]
     cross_packet_bytes: tuple[int, int]
+    cross_connections: tuple[int, int]
+    default_cross_connections: int
+    default_cross_cca: str
     header_bytes: int
     timestamp_option_bytes: int
     rto_min_ns: int
@@ -57,7 +60,7 @@ class Limits:
         raw: dict[str, Any] = json.loads(text)
         for key in (
             *("mss_bytes", "initial_window_pkts", "cbr_packet_bytes", "policer_burst_bytes"),
-            "cross_packet_bytes",
+            *("cross_packet_bytes", "cross_connections"),
         ):
             raw[key] = tuple(raw[key])
         return cls(**raw)

@@ -13,7 +13,7 @@ use crate::limits::{
     FLOW_STATE_BYTES, MAX_EVENTS, MAX_MEMORY_BYTES, MEMORY_SERIES_BYTES_PER_FLOW_INTERVAL,
 };
 use crate::net::packet::{Packet, BASE_HEADER_BYTES, TS_OPTION_BYTES, UDP_HEADER_BYTES};
-use crate::scenario::{AppConfig, DirConfig, PepMode, ScenarioConfig};
+use crate::scenario::{AppConfig, CrossConfig, DirConfig, PepMode, ScenarioConfig};
 use serde::Serialize;
 
 /// Where a run's series go, as far as its cost is concerned.
@@ -142,7 +142,8 @@ pub fn estimate(cfg: &ScenarioConfig, series: SeriesCost) -> Budget {
     };
     // a flow's start, handshake and teardown
     let flow_events = flows * 16;
-    let events = packet_events + interval_events + flow_events;
+    let (cross_events, cross_state) = tcp_cross_cost(cfg);
+    let events = packet_events + interval_events + flow_events + cross_events;
 
     let conns_per_flow = match pep {
         PepMode::None => 1,
@@ -160,7 +161,7 @@ pub fn estimate(cfg: &ScenarioConfig, series: SeriesCost) -> Budget {
         SeriesCost::Memory => intervals * flows * u128::from(MEMORY_SERIES_BYTES_PER_FLOW_INTERVAL),
         SeriesCost::None | SeriesCost::Streamed => 0,
     };
-    let memory = state + packet_bytes + series_bytes;
+    let memory = state + cross_state + packet_bytes + series_bytes;
     let clamp = |v: u128| u64::try_from(v).unwrap_or(u64::MAX);
     Budget {
         events: clamp(events),
@@ -168,6 +169,33 @@ pub fn estimate(cfg: &ScenarioConfig, series: SeriesCost) -> Budget {
         max_events: MAX_EVENTS,
         max_memory_bytes: MAX_MEMORY_BYTES,
     }
+}
+
+/// Events and state of TCP cross traffic: each arrival's handshake and teardown (as a
+/// flow's) and its offered load in full-size packets, each acknowledged, over its data and
+/// ACK routes (a delay link, the segment, arrival: 3 events each way); its most open
+/// connections' state. (Open-loop cross traffic is not counted: a burst costs no state, and
+/// its packets are bounded by the link it crosses.)
+fn tcp_cross_cost(cfg: &ScenarioConfig) -> (u128, u128) {
+    let (mut events, mut state) = (0u128, 0u128);
+    for c in &cfg.cross {
+        let CrossConfig::TcpFlows {
+            offered_bps,
+            size,
+            max_connections,
+            ..
+        } = c
+        else {
+            continue;
+        };
+        let bits = u128::from(*offered_bps) * u128::from(cfg.duration_ns) / 1_000_000_000;
+        let mean_bytes = crate::app::cross::Dist::from_config(size).mean().max(1.0);
+        let arrivals = (bits as f64 / (8.0 * mean_bytes)) as u128;
+        let packets = bits / (8 * u128::from(crate::limits::MTU_BYTES));
+        events += arrivals * 16 + 2 * packets * 3;
+        state += u128::from(*max_connections) * u128::from(FLOW_STATE_BYTES);
+    }
+    (events, state)
 }
 
 #[cfg(test)]
@@ -227,6 +255,27 @@ mod tests {
         let why = kept.refusal().unwrap();
         assert!(why.contains("16.1 GiB of memory (limit 4.0 GiB)"), "{why}");
         assert!(!why.contains("events"), "{why}");
+    }
+
+    #[test]
+    fn tcp_cross_traffic_costs_its_arrivals_and_packets() {
+        // 3 Mbit/s of 50 kB downloads for 100 s: 3e8 bits = 750 arrivals (x 16 events) and
+        // 25,000 packets of 1500 B, each with an ACK, 3 events each way
+        let mut cfg = scenario(12_000_000, 100, BULK);
+        let alone = estimate(&cfg, SeriesCost::None);
+        cfg.cross = vec![CrossConfig::TcpFlows {
+            segment: None,
+            reverse: false,
+            offered_bps: 3_000_000,
+            size: crate::scenario::DistConfig::Constant { mean: 50_000.0 },
+            cca: "cubic".into(),
+            cca_params: Default::default(),
+            max_connections: 100,
+            rtt_ns: None,
+        }];
+        let b = estimate(&cfg, SeriesCost::None);
+        assert_eq!(b.events - alone.events, 750 * 16 + 25_000 * 2 * 3);
+        assert_eq!(b.memory_bytes - alone.memory_bytes, 100 * 6 * 1024);
     }
 
     #[test]

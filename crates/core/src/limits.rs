@@ -75,6 +75,17 @@ pub const MAX_PEP_BUFFER_BYTES: u64 = 1 << 34;
 pub const POLICER_BURST_BYTES: RangeInclusive<u64> = MTU_BYTES..=1 << 30;
 /// Wire bytes of a full cross-traffic packet: an IPv4 header and up to a 64 KiB datagram.
 pub const CROSS_PACKET_BYTES: RangeInclusive<u32> = 40..=65_535;
+/// TCP cross traffic (`kind = "tcp-flows"`): connections one source keeps open at once.
+/// A connection costs about what a flow's sender and receiver do (`FLOW_STATE_BYTES`, less
+/// the access links) plus its packets in flight, and two routes that stay once made; so
+/// 10,000 cost under 100 MiB. An arrival finding them all open is refused and counted: a
+/// server's full accept queue, not a queue of its own that would grow without bound when
+/// the offered load exceeds what the path carries.
+pub const CROSS_CONNECTIONS: RangeInclusive<u32> = 1..=10_000;
+/// TCP cross traffic: the default of that limit.
+pub const DEFAULT_CROSS_CONNECTIONS: u32 = 1_000;
+/// TCP cross traffic: the default congestion control (Linux's default).
+pub const DEFAULT_CROSS_CCA: &str = "cubic";
 
 /// Wi-Fi: transmission attempts per frame (dot11ShortRetryLimit is a byte; 255 at most).
 pub const WIFI_RETRY_LIMIT_MAX: u32 = 255;

@@ -154,3 +154,86 @@ fn cross_json_parses_with_its_tags() {
     assert_eq!(c.place(), (None, false));
     assert_eq!(c.kind_name(), "on_off");
 }
+
+fn tcp_flows(offered_bps: u64, mean_bytes: f64, max_connections: u32) -> CrossConfig {
+    CrossConfig::TcpFlows {
+        segment: None,
+        reverse: false,
+        offered_bps,
+        size: DistConfig::Exponential { mean: mean_bytes },
+        cca: "cubic".into(),
+        cca_params: Default::default(),
+        max_connections,
+        rtt_ns: Some(100_000_000),
+    }
+}
+
+#[test]
+fn tcp_cross_traffic_through_a_lossy_link_conserves_packets_closes_its_connections_and_repeats() {
+    // 1 % of packets lost each way: downloads retransmit (and a slot's late duplicates may
+    // meet its next connection), yet every packet is accounted for, every started download
+    // either closed or is still open, and the run repeats bit for bit
+    let mut cfg = with_cross(vec![tcp_flows(2 * MBPS, 40_000.0, 50)], 30, 4);
+    let b = cfg.bottleneck.as_mut().unwrap();
+    b.forward.per = 0.01;
+    b.reverse.per = 0.01;
+    let mut sim = Simulation::new(cfg.clone()).unwrap();
+    sim.run();
+    assert_conservation(&sim);
+    let a = tcplab_core::result::summarize(&sim);
+    let t = a.cross[0].tcp.as_ref().expect("a tcp_flows entry");
+    assert_eq!(t.rtt_ns, 100_000_000);
+    assert!(t.retransmits > 0 && a.cross[0].counters.packets_dropped > 0);
+    assert_eq!(
+        t.connections_completed + t.connections_open,
+        t.connections_started
+    );
+    assert_eq!(
+        t.connections_started + t.connections_refused,
+        a.cross[0].counters.bursts
+    );
+    assert!(t.connections_completed > 100, "{}", t.connections_completed);
+    assert!(t.connections_peak as u64 <= 50);
+    let b = run_config(cfg);
+    assert_eq!(
+        serde_json::to_string(&a).unwrap(),
+        serde_json::to_string(&b).unwrap()
+    );
+}
+
+#[test]
+fn tcp_cross_traffic_is_not_a_flow_and_its_bad_input_is_one_line() {
+    let r = run_config(with_cross(vec![tcp_flows(MBPS, 20_000.0, 10)], 10, 5));
+    assert_eq!(r.flows.len(), 1);
+    assert_eq!(r.cross[0].kind, "tcp_flows");
+    assert_eq!(r.cross[0].link, "bottleneck.forward");
+    let err = |c: CrossConfig| Simulation::new(with_cross(vec![c], 1, 1)).err().unwrap().0;
+    let mut c = tcp_flows(MBPS, 20_000.0, 0);
+    assert!(err(c.clone())
+        .starts_with("cross[0].max_connections: 0 is out of range; allowed: 1 ..= 10000"));
+    if let CrossConfig::TcpFlows {
+        max_connections,
+        rtt_ns,
+        ..
+    } = &mut c
+    {
+        *max_connections = 1;
+        // the 40 ms dumbbell's segment alone takes 2 x 19.8 ms
+        *rtt_ns = Some(1_000_000);
+    }
+    let e = err(c.clone());
+    assert!(
+        e.starts_with("cross[0].rtt_ns: 1000000 is out of range"),
+        "{e}"
+    );
+    if let CrossConfig::TcpFlows { rtt_ns, cca, .. } = &mut c {
+        *rtt_ns = None;
+        *cca = "sack".into();
+    }
+    let e = err(c);
+    assert!(
+        e.starts_with("cross[0].cca: \"sack\" is an ns-2 agent"),
+        "{e}"
+    );
+    assert!(!e.contains('\n'));
+}

@@ -168,6 +168,32 @@ def _cross_table(result: RunResult) -> Table:
     return table
 
 
+def _cross_tcp_table(result: RunResult) -> Table:
+    """TCP cross traffic's connections: how many, how long they took, what they delivered."""
+    table = Table(title="TCP cross traffic: connections")
+    headers = (
+        *("id", "cca", "started", "completed", "refused", "open", "peak"),
+        *("mean completion ms", "goodput Mbit/s", "retransmits"),
+    )
+    for header in headers:
+        table.add_column(header, justify="left" if header == "cca" else "right")
+    for cross in result.cross:
+        tcp = cross.tcp
+        if tcp is None:
+            continue
+        table.add_row(
+            str(cross.id),
+            tcp.cca,
+            *(str(n) for n in (tcp.connections_started, tcp.connections_completed)),
+            *(str(n) for n in (tcp.connections_refused, tcp.connections_open)),
+            str(tcp.connections_peak),
+            _ms(tcp.completion_mean_ns),
+            _mbps(tcp.goodput_bps),
+            str(tcp.retransmits),
+        )
+    return table
+
+
 def _legs_table(result: RunResult) -> Table:
     """The TCP connections of PEP-split flows, server side first."""
     table = Table(title=f"PEP legs (pep = {pep_mode(result.scenario)})")
@@ -209,6 +235,8 @@ def print_run(result: RunResult, series_path: str | None = None) -> None:
         console.print(_cbr_table(result))
     if result.cross:
         console.print(_cross_table(result))
+        if any(cross.tcp is not None for cross in result.cross):
+            console.print(_cross_tcp_table(result))
     if any(flow.legs for flow in tcp_flows):
         console.print(_legs_table(result))
     for flow in tcp_flows:

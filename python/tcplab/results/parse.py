@@ -78,6 +78,12 @@ CROSS_KEYS: Final = (
     *("id", "kind", "link", "bursts", "bytes_offered", "packets_sent", "bytes_sent"),
     *("packets_delivered", "bytes_delivered", "packets_dropped", "sent_bps", "delivered_bps"),
 )
+#: TCP cross traffic (`kind = "tcp_flows"`) has these too: its connections
+CROSS_TCP_KEYS: Final = (
+    *("cca", "rtt_ns", "max_connections", "connections_started", "connections_completed"),
+    *("connections_refused", "connections_open", "connections_peak", "completion_mean_ns"),
+    *("payload_bytes_delivered", "goodput_bps", "retransmits", "rto_count"),
+)
 SERIES_KEYS: Final = (
     *("interval_ns", "t_ns", "flows", "bottleneck_queue_pkts", "bottleneck_utilization"),
 )
@@ -459,11 +465,14 @@ class CrossResult:
     packets_dropped: int
     sent_bps: float
     delivered_bps: float
+    #: TCP cross traffic's connections (None for the open-loop kinds)
+    tcp: CrossTcpResult | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> CrossResult:
         where = f"cross {data.get('id', '?')}"
-        _exact(data, where, CROSS_KEYS)
+        tcp = data.get("kind") == "tcp_flows"
+        _exact(data, where, (*CROSS_KEYS, *(CROSS_TCP_KEYS if tcp else ())))
         return cls(
             id=int(data["id"]),
             kind=str(data["kind"]),
@@ -474,6 +483,48 @@ class CrossResult:
             },
             sent_bps=float(data["sent_bps"]),
             delivered_bps=float(data["delivered_bps"]),
+            tcp=CrossTcpResult.from_json(data) if tcp else None,
+        )
+
+    def to_json_dict(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "tcp"}
+        if self.tcp is not None:  # flattened, as the core writes it
+            out.update(self.tcp.to_json_dict())
+        return out
+
+
+@dataclass(frozen=True)
+class CrossTcpResult:
+    """The connections of TCP cross traffic (`kind = "tcp-flows"`): how many arrived,
+    completed and were refused, how long they took, and what they delivered."""
+
+    cca: str
+    rtt_ns: int
+    max_connections: int
+    connections_started: int
+    connections_completed: int
+    connections_refused: int
+    connections_open: int
+    connections_peak: int
+    #: mean over the completed connections of arrival to whole file received (None: none)
+    completion_mean_ns: int | None
+    payload_bytes_delivered: int
+    goodput_bps: float
+    retransmits: int
+    rto_count: int
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CrossTcpResult:
+        mean = data["completion_mean_ns"]
+        return cls(
+            cca=str(data["cca"]),
+            goodput_bps=float(data["goodput_bps"]),
+            completion_mean_ns=None if mean is None else int(mean),
+            **{
+                key: int(data[key])
+                for key in CROSS_TCP_KEYS
+                if key not in ("cca", "goodput_bps", "completion_mean_ns")
+            },
         )
 
     def to_json_dict(self) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from ..errors import NO_VALUE, field_error
 from ..limits import LIMITS
 from ..units import format_duration_ns, format_rate_bps
 from .model import (
+    CrossSpec,
     Direction,
     FlowSpec,
     LinkSpec,
@@ -88,6 +89,35 @@ def check_scenario(scenario: Scenario, catalogue: Sequence[CcaInfo]) -> None:
                 "no such segment",
                 ", ".join(f'"{name}"' for name in names),
             )
+        if cross.kind == "tcp-flows":
+            _check_tcp_cross(f"cross[{index}]", cross, scenario, catalogue)
+
+
+def _check_tcp_cross(
+    path: str, cross: CrossSpec, scenario: Scenario, catalogue: Sequence[CcaInfo]
+) -> None:
+    """TCP cross traffic: its algorithm, and a base RTT no shorter than the round trip of
+    the segment it crosses (its delay links add the rest)."""
+    cca = LIMITS.default_cross_cca if cross.cca is None else cross.cca
+    _check_cca(path, cca, cross.cca_params or {}, catalogue, stack="linux")
+    if cross.rtt_ns is None:
+        return
+    links = scenario.links()
+    names = [name for _, name, _ in links]
+    at = (
+        names.index(cross.segment)
+        if cross.segment is not None
+        else scenario_path_info(scenario).bottleneck_segment
+    )
+    link = links[at][2]
+    least = link.direction(True).delay_ns + link.direction(False).delay_ns
+    if cross.rtt_ns < least:
+        raise field_error(
+            f"{path}.rtt",
+            format_duration_ns(cross.rtt_ns),
+            "shorter than the round trip of its segment",
+            f"at least {format_duration_ns(least)}",
+        )
 
 
 def _check_path(scenario: Scenario, path: PathSpec) -> None:

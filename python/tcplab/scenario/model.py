@@ -743,6 +743,7 @@ class PepSpec(TcpSpec, _PepOwn):
 CBR_DEFAULT_PACKET_BYTES: Final = 1200
 CROSS_DEFAULT_PACKET_BYTES: Final = 1500  # a full Ethernet-MTU IP packet
 _CROSS_PKT: Final = LIMITS.cross_packet_bytes
+_CROSS_CONNS: Final = LIMITS.cross_connections
 # the core's DistConfig tags: the user writes the same names
 DistName = Literal["constant", "exponential", "pareto", "lognormal"]
 
@@ -797,10 +798,11 @@ class PeriodDistSpec(_DistSpec):
 
 
 class CrossSpec(_Model):
-    """One `[[cross]]` table: open-loop cross traffic on one link direction, reported apart
-    from the flows (see docs/interface.md "Cross traffic")."""
+    """One `[[cross]]` table: cross traffic on one link direction, reported apart from the
+    flows (see docs/interface.md "Cross traffic"): open-loop bursts (`flows`, `on-off`) or
+    TCP downloads that back off on loss (`tcp-flows`)."""
 
-    kind: Literal["flows", "on-off"]
+    kind: Literal["flows", "on-off", "tcp-flows"]
     # the path segment it crosses (default: the bottleneck) and which direction
     segment: str | None = None
     direction: Literal["forward", "reverse"] = "forward"
@@ -810,25 +812,59 @@ class CrossSpec(_Model):
     # kind = "on-off": the on and off periods
     on: PeriodDistSpec | None = None
     off: PeriodDistSpec | None = None
-    # the rate each flow / on period sends at
-    peak_rate_bps: RateBps = Field(alias="peak_rate")
-    packet_bytes: Annotated[
-        SizeBytes,
-        _check(
-            lambda v: _CROSS_PKT[0] <= v <= _CROSS_PKT[1],
-            "out of range",
-            f"{_CROSS_PKT[0]}B to {_CROSS_PKT[1]}B (wire bytes of one packet)",
-        ),
-    ] = Field(CROSS_DEFAULT_PACKET_BYTES, alias="packet_size")
+    # kind = "tcp-flows": the connections' algorithm, how many may be open at once, and
+    # their base RTT (default: the flows' default base RTT; the core decides it)
+    cca: str | None = None
+    cca_params: dict[str, CcaParam] | None = None
+    max_connections: (
+        Annotated[
+            int,
+            _check(
+                lambda v: _CROSS_CONNS[0] <= v <= _CROSS_CONNS[1],
+                "out of range",
+                f"{_CROSS_CONNS[0]} to {_CROSS_CONNS[1]}",
+            ),
+        ]
+        | None
+    ) = None
+    rtt_ns: Annotated[DurationNs, _check(lambda v: v > 0, "must be greater than 0")] | None = Field(
+        None, alias="rtt"
+    )
+    # kind = "flows" or "on-off": the rate each flow / on period sends at
+    peak_rate_bps: RateBps | None = Field(None, alias="peak_rate")
+    # kind = "flows" or "on-off" (default CROSS_DEFAULT_PACKET_BYTES)
+    packet_bytes: (
+        Annotated[
+            SizeBytes,
+            _check(
+                lambda v: _CROSS_PKT[0] <= v <= _CROSS_PKT[1],
+                "out of range",
+                f"{_CROSS_PKT[0]}B to {_CROSS_PKT[1]}B (wire bytes of one packet)",
+            ),
+        ]
+        | None
+    ) = Field(None, alias="packet_size")
 
     @model_validator(mode="after")
     def _keys_for_the_kind(self) -> CrossSpec:
-        need, other = (
-            (("rate", "size"), ("on", "off"))
-            if self.kind == "flows"
-            else (("on", "off"), ("rate", "size"))
-        )
-        values = {"rate": self.rate_bps, "size": self.size, "on": self.on, "off": self.off}
+        tcp = ("cca", "cca_params", "max_connections", "rtt")
+        need, other = {
+            "flows": (("rate", "size", "peak_rate"), ("on", "off", *tcp)),
+            "on-off": (("on", "off", "peak_rate"), ("rate", "size", *tcp)),
+            "tcp-flows": (("rate", "size"), ("on", "off", "peak_rate", "packet_size")),
+        }[self.kind]
+        values = {
+            "rate": self.rate_bps,
+            "size": self.size,
+            "on": self.on,
+            "off": self.off,
+            "peak_rate": self.peak_rate_bps,
+            "cca": self.cca,
+            "cca_params": self.cca_params,
+            "max_connections": self.max_connections,
+            "rtt": self.rtt_ns,
+            "packet_size": self.packet_bytes,
+        }
         for key in need:
             if values[key] is None:
                 raise Problem(f'kind = "{self.kind}" needs {key!r}')
@@ -843,6 +879,7 @@ class CrossSpec(_Model):
         if self.rate_bps is not None:
             return float(self.rate_bps)
         assert self.on is not None and self.off is not None  # _keys_for_the_kind
+        assert self.peak_rate_bps is not None
         return self.peak_rate_bps * self.on.mean_ns / (self.on.mean_ns + self.off.mean_ns)
 
 

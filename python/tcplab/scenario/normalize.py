@@ -24,6 +24,7 @@ from ..limits import LIMITS
 from ..units import parse_duration_ns, parse_rate_bps
 from .model import (
     CBR_DEFAULT_PACKET_BYTES,
+    CROSS_DEFAULT_PACKET_BYTES,
     CrossSpec,
     Direction,
     FlowSpec,
@@ -305,12 +306,31 @@ def normalize(scenario: Scenario) -> dict[str, Any]:
 
 def cross_json(cross: CrossSpec) -> dict[str, Any]:
     """The core's `CrossConfig` of one `[[cross]]` table."""
+    if cross.kind == "tcp-flows":
+        assert cross.size is not None  # the model checked the keys of each kind
+        return {
+            "kind": "tcp_flows",
+            "segment": cross.segment,
+            "reverse": cross.direction == "reverse",
+            "offered_bps": cross.rate_bps,
+            "size": cross.size.law_json(cross.size.mean_bytes),
+            "cca": LIMITS.default_cross_cca if cross.cca is None else cross.cca,
+            "cca_params": dict(cca_param_entry(k, v) for k, v in (cross.cca_params or {}).items()),
+            "max_connections": (
+                LIMITS.default_cross_connections
+                if cross.max_connections is None
+                else cross.max_connections
+            ),
+            "rtt_ns": cross.rtt_ns,
+        }
     out: dict[str, Any] = {
         "kind": "flows" if cross.kind == "flows" else "on_off",
         "segment": cross.segment,
         "reverse": cross.direction == "reverse",
         "peak_bps": cross.peak_rate_bps,
-        "packet_bytes": cross.packet_bytes,
+        "packet_bytes": (
+            CROSS_DEFAULT_PACKET_BYTES if cross.packet_bytes is None else cross.packet_bytes
+        ),
     }
     if cross.kind == "flows":
         assert cross.size is not None  # the model checked the keys of each kind

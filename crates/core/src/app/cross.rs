@@ -15,8 +15,13 @@
 //!   `Application/Traffic/Exponential` and `/Pareto`), sending at the peak rate while on:
 //!   an on period of T ns is a burst of R·T/8·10⁹ bytes. Offered load R·E[on]/(E[on]+E[off]).
 //!
+//! - `tcp_flows`: connections start as the `flows` bursts do (the same draws of gaps and
+//!   sizes), but each is a real TCP download run by the simulation (`app::cross_tcp`),
+//!   which backs off on loss; this source only says when each starts and how big it is.
+//!
 //! The random draws come from the source's own substream of the run's seed, so a run stays a
 //! pure function of (scenario, seed) and adding a source never shifts the flows' numbers.
+use crate::app::cross_tcp::TcpCross;
 use crate::engine::rng::SimRng;
 use crate::engine::time::SimTime;
 use crate::net::packet::{Packet, PacketKind};
@@ -95,14 +100,17 @@ enum Arrivals {
     Poisson { gap: Dist, size: Dist },
     /// One source: on for a draw of `on`, then off for a draw of `off`.
     OnOff { on: Dist, off: Dist },
+    /// Poisson arrivals of TCP connections: sent by the simulation, not here.
+    Connections { gap: Dist, size: Dist },
 }
 
 /// Counters of one cross-traffic source.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct CrossCounters {
-    /// Bursts (flows, on periods) started.
+    /// Bursts (flows, on periods, arrivals of TCP connections) started.
     pub bursts: u64,
-    /// Bytes of the bursts started (what they will send in full).
+    /// Bytes of the bursts started (what they will send in full; TCP: the arrivals'
+    /// transfer sizes, refused ones included, so that it is the offered load).
     pub bytes_offered: u64,
     pub packets_sent: u64,
     /// Wire bytes put on the link.
@@ -127,6 +135,10 @@ pub struct CrossSource {
     /// Bursts in progress keyed by (time their next packet is due, burst number).
     active: BTreeMap<(u64, u64), Burst>,
     next_id: u64,
+    /// TCP connections that arrived and are not opened yet: (arrival ns, bytes).
+    pub arrived: Vec<(u64, u64)>,
+    /// The connections of a `tcp_flows` source (set by the simulation).
+    pub tcp: Option<Box<TcpCross>>,
     pub counters: CrossCounters,
 }
 
@@ -159,6 +171,15 @@ impl CrossSource {
                     *packet_bytes,
                 )
             }
+            CrossConfig::TcpFlows {
+                offered_bps, size, ..
+            } => {
+                let size = Dist::from_config(size);
+                let gap_ns = 8.0 * size.mean() * NS_PER_S / *offered_bps as f64;
+                let gap = Dist::Exponential { mean: gap_ns };
+                // TCP sets its own packet sizes and rate
+                (Arrivals::Connections { gap, size }, 1, 1)
+            }
             CrossConfig::OnOff {
                 peak_bps,
                 packet_bytes,
@@ -177,7 +198,9 @@ impl CrossSource {
         // A Poisson process seen from t = 0 starts after one gap; an on/off source starts
         // in an off period.
         let first = match &arrivals {
-            Arrivals::Poisson { gap, .. } => gap.sample(&mut rng),
+            Arrivals::Poisson { gap, .. } | Arrivals::Connections { gap, .. } => {
+                gap.sample(&mut rng)
+            }
             Arrivals::OnOff { off, .. } => off.sample(&mut rng),
         };
         CrossSource {
@@ -189,6 +212,8 @@ impl CrossSource {
             next_start_ns: first.round() as u64,
             active: BTreeMap::new(),
             next_id: 0,
+            arrived: Vec::new(),
+            tcp: None,
             counters: CrossCounters::default(),
         }
     }
@@ -233,7 +258,7 @@ impl CrossSource {
     fn start_burst(&mut self) {
         let start_ns = self.next_start_ns;
         let (size_bytes, next) = match &self.arrivals {
-            Arrivals::Poisson { gap, size } => {
+            Arrivals::Poisson { gap, size } | Arrivals::Connections { gap, size } => {
                 let s = size.sample(&mut self.rng);
                 (s, start_ns as f64 + gap.sample(&mut self.rng))
             }
@@ -249,6 +274,10 @@ impl CrossSource {
         self.next_start_ns = (next.round() as u64).max(start_ns + 1);
         self.counters.bursts += 1;
         self.counters.bytes_offered += size_bytes;
+        if matches!(self.arrivals, Arrivals::Connections { .. }) {
+            self.arrived.push((start_ns, size_bytes));
+            return;
+        }
         self.active.insert(
             (start_ns, self.next_id),
             Burst {
@@ -416,6 +445,53 @@ mod tests {
         assert_eq!(times, vec![0, 1_000_000, 2_000_000]);
         assert!(out.iter().all(|p| p.wire_bytes == 1500));
         assert_eq!(s.deadline(), SimTime(u64::MAX));
+    }
+
+    #[test]
+    fn tcp_flows_arrive_as_the_flows_bursts_do_and_send_nothing_themselves() {
+        let size = DistConfig::Pareto {
+            mean: 30_000.0,
+            shape: 1.5,
+        };
+        let tcp = CrossConfig::TcpFlows {
+            segment: None,
+            reverse: false,
+            offered_bps: 1_000_000,
+            size,
+            cca: "cubic".into(),
+            cca_params: Default::default(),
+            max_connections: 10,
+            rtt_ns: None,
+        };
+        let mut s = CrossSource::new(0, &tcp, 11);
+        let mut out = Vec::new();
+        loop {
+            let t = s.deadline();
+            if t.ns() >= 100_000_000_000 {
+                break;
+            }
+            s.on_timer(t, &mut out);
+        }
+        assert!(out.is_empty());
+        // the same draws as open-loop flows of that load and size law: the same transfers
+        let open = run(&flows(1_000_000, 5_000_000, size), 11, 100).counters;
+        assert_eq!(
+            (s.counters.bursts, s.counters.bytes_offered),
+            (open.bursts, open.bytes_offered)
+        );
+        // each arrival is handed over in time order, with its size
+        assert_eq!(s.arrived.len() as u64, s.counters.bursts);
+        assert!(s.arrived.windows(2).all(|w| w[0].0 < w[1].0));
+        assert_eq!(
+            s.arrived.iter().map(|a| a.1).sum::<u64>(),
+            s.counters.bytes_offered
+        );
+        // 1e6 x 100 / (8 x 30e3) = 417 arrivals expected (Poisson, sd 20)
+        assert!(
+            (357..=477).contains(&s.counters.bursts),
+            "{}",
+            s.counters.bursts
+        );
     }
 
     #[test]

@@ -1,3 +1,5 @@
-//! Non-TCP applications: constant-bit-rate UDP traffic and cross traffic.
+//! Applications other than the flows' own: constant-bit-rate UDP traffic and cross traffic
+//! (open loop, and TCP downloads that the simulation runs).
 pub mod cross;
+pub mod cross_tcp;
 pub mod udp;

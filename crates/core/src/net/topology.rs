@@ -11,6 +11,7 @@
 //! dumbbell's bottleneck is links 0 and 1), then four access links per flow.
 use crate::engine::rng::SimRng;
 use crate::engine::time::SimDuration;
+use crate::limits::MAX_RATE_BPS;
 use crate::net::link::{stream_name, ErrorModel, Link, QueueLimit};
 use crate::net::wifi::WifiMedium;
 use crate::scenario::{AccessConfig, DirConfig, ScenarioConfig, SegmentConfig};
@@ -48,6 +49,8 @@ pub enum Dest {
     Udp { flow: u32 },
     /// The sink of cross-traffic source `source` (the far end of its link).
     Cross { source: u32 },
+    /// An endpoint of TCP cross-traffic connection slot `conn` (`Simulation::xconns`).
+    CrossConn { conn: u32, side: Side },
 }
 
 /// A path through the network and the endpoint at its end: its links are
@@ -81,6 +84,11 @@ pub struct Topology {
     n_conns: u32,
     /// Routes of the cross-traffic sources, in scenario order.
     pub cross_routes: Vec<u32>,
+    /// Per cross-traffic source: for TCP cross traffic, the links its data and its ACKs
+    /// cross (the segment's two directions, behind and before a delay link each that
+    /// brings the round trip to the source's RTT); every connection slot gets a route
+    /// pair over them when it is made (`add_route`).
+    pub cross_tcp_links: Vec<Option<(Vec<u32>, Vec<u32>)>>,
     /// Wi-Fi media (segments with `wifi`); their two links only carry what the medium
     /// delivers (the pipeline to the far end) and its counters.
     pub media: Vec<WifiMedium>,
@@ -216,6 +224,35 @@ impl Topology {
             links.push(access_link(format!("flow{i}.receiver_up"), &a, true, seed));
             links.push(access_link(format!("flow{i}.sender_down"), &a, false, seed));
         }
+        // TCP cross traffic's delay links (after every flow's, so no link number changes),
+        // at the fastest rate a link may have: they delay, they do not queue.
+        let mut cross_tcp_links = Vec::with_capacity(cfg.cross.len());
+        for (i, c) in cfg.cross.iter().enumerate() {
+            let Some(rtt) = cfg.cross_rtt_ns(c) else {
+                cross_tcp_links.push(None);
+                continue;
+            };
+            let s = c.segment_index(&segs);
+            let (f, r) = (&segs[s].forward, &segs[s].reverse);
+            let extra = rtt.saturating_sub(f.delay_ns.saturating_add(r.delay_ns));
+            let (fl, rl) = (segments[s].1, segments[s].2);
+            let (data_link, ack_link) = if c.place().1 { (rl, fl) } else { (fl, rl) };
+            let mut delay_link = |name: String, delay_ns: u64| {
+                let rng = SimRng::substream(seed, &stream_name(&name, "errors"));
+                links.push(Link::new(
+                    name,
+                    MAX_RATE_BPS,
+                    SimDuration::from_ns(delay_ns),
+                    QueueLimit::Unlimited,
+                    ErrorModel::default(),
+                    rng,
+                ));
+                links.len() as u32 - 1
+            };
+            let up = delay_link(format!("cross{i}.server"), extra / 2);
+            let down = delay_link(format!("cross{i}.client"), extra - extra / 2);
+            cross_tcp_links.push(Some((vec![up, data_link], vec![ack_link, down])));
+        }
         medium_of.resize(links.len(), NO_MEDIUM);
         let access = |flow: usize| (2 * k + 4 * flow) as u32;
         let pos = |e: Endpoint| match e {
@@ -271,10 +308,8 @@ impl Topology {
         // and leaves the path there: it shares that queue and nothing else.
         let mut cross_routes = Vec::with_capacity(cfg.cross.len());
         for (i, c) in cfg.cross.iter().enumerate() {
-            let (name, reverse) = c.place();
-            let s = name
-                .and_then(|n| segments.iter().position(|s| s.0 == n))
-                .unwrap_or(slowest);
+            let reverse = c.place().1;
+            let s = c.segment_index(&segs);
             let link = if reverse {
                 segments[s].2
             } else {
@@ -285,6 +320,7 @@ impl Topology {
         }
         Topology {
             cross_routes,
+            cross_tcp_links,
             bottleneck_fwd: segments.get(slowest).map_or(0, |s| s.1),
             bottleneck_rev: segments.get(slowest).map_or(1, |s| s.2),
             links,
@@ -295,6 +331,19 @@ impl Topology {
             media,
             medium_of,
         }
+    }
+
+    /// Add a route over `links` to `dest` (a TCP cross-traffic slot made during the run);
+    /// its number follows every route made before.
+    pub fn add_route(&mut self, links: &[u32], dest: Dest) -> u32 {
+        let id = self.routes.len() as u32;
+        self.routes.push(Route {
+            first: self.route_links.len() as u32,
+            len: links.len() as u32,
+            dest,
+        });
+        self.route_links.extend_from_slice(links);
+        id
     }
 
     /// The segment whose links medium `m` carries.

@@ -3,9 +3,11 @@
 //! report uses `LinkResult` (`link.rs`) too, so a link's counters have one shape whoever
 //! measured them.
 use crate::app::cross::CrossCounters;
+use crate::app::cross_tcp::{TcpCross, TcpCrossResult};
 use crate::app::udp::{UdpSink, UdpSource};
 use crate::engine::stats::LogHistogram;
 use crate::scenario::AppConfig;
+use crate::sim::cross_tcp::add_counters;
 use crate::sim::flow::{Flow, FlowKind};
 use crate::sim::relay::Relay;
 use crate::sim::series::FlowSeries;
@@ -168,7 +170,7 @@ impl Serialize for SeriesResult {
 #[derive(Debug, Clone, Serialize)]
 pub struct CrossResult {
     pub id: u32,
-    /// `"flows"` or `"on_off"`.
+    /// `"flows"`, `"on_off"` or `"tcp_flows"`.
     pub kind: &'static str,
     /// The link direction it crossed (`<segment>.forward` or `.reverse`).
     pub link: String,
@@ -179,6 +181,9 @@ pub struct CrossResult {
     pub sent_bps: f64,
     /// `bytes_delivered` × 8 over the run's duration.
     pub delivered_bps: f64,
+    /// TCP cross traffic's connections (`kind = "tcp_flows"` only).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub tcp: Option<TcpCrossResult>,
 }
 
 /// The result of a run.
@@ -472,9 +477,47 @@ fn cross_result(sim: &Simulation) -> Vec<CrossResult> {
                 counters: c.clone(),
                 sent_bps: c.bytes_sent as f64 * 8.0 / secs,
                 delivered_bps: c.bytes_delivered as f64 * 8.0 / secs,
+                tcp: src
+                    .tcp
+                    .as_deref()
+                    .map(|t| tcp_cross_result(sim, src.index, t)),
             }
         })
         .collect()
+}
+
+/// The connections of TCP cross source `source`: the closed ones' sums and the open ones'
+/// counters so far.
+fn tcp_cross_result(sim: &Simulation, source: u32, t: &TcpCross) -> TcpCrossResult {
+    let secs = sim.end.ns() as f64 / 1e9;
+    let mut s = t.stats.clone();
+    let mut open = 0;
+    for &g in &t.slots {
+        if let Some(c) = &sim.xconns[g as usize].conn {
+            add_counters(&mut s, c);
+            open += 1;
+        }
+    }
+    debug_assert_eq!(
+        sim.xconns.iter().filter(|x| x.source == source).count(),
+        t.slots.len()
+    );
+    TcpCrossResult {
+        cca: t.cca.clone(),
+        rtt_ns: t.rtt_ns,
+        max_connections: t.max_connections,
+        connections_started: s.started,
+        connections_completed: s.completed,
+        connections_refused: s.refused,
+        connections_open: open,
+        connections_peak: t.pool.made(),
+        completion_mean_ns: (s.completed > 0)
+            .then(|| (s.completion_total_ns / s.completed as u128) as u64),
+        payload_bytes_delivered: s.payload_bytes,
+        goodput_bps: s.payload_bytes as f64 * 8.0 / secs,
+        retransmits: s.retransmits,
+        rto_count: s.rto_count,
+    }
 }
 
 /// The series part of `summarize`: a copy of the samples a memory-mode run kept.

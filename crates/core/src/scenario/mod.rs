@@ -6,7 +6,10 @@
 //! `ConfigError` naming the field.
 pub mod validate;
 
-use crate::limits::{DEFAULT_INTERVAL_NS, DEFAULT_PEP_BUFFER_BYTES, MTU_BYTES};
+use crate::limits::{
+    DEFAULT_CROSS_CCA, DEFAULT_CROSS_CONNECTIONS, DEFAULT_INTERVAL_NS, DEFAULT_PEP_BUFFER_BYTES,
+    MTU_BYTES,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -567,6 +570,35 @@ pub enum CrossConfig {
         on: DistConfig,
         off: DistConfig,
     },
+    /// Poisson arrivals of TCP connections (`app::cross_tcp`), each downloading `size`
+    /// bytes with congestion control `cca` and the core's Linux defaults, at an offered load
+    /// of `offered_bps`: closed-loop load that backs off on loss.
+    TcpFlows {
+        #[serde(default)]
+        segment: Option<String>,
+        #[serde(default)]
+        reverse: bool,
+        offered_bps: u64,
+        size: DistConfig,
+        #[serde(default = "default_cross_cca")]
+        cca: String,
+        #[serde(default)]
+        cca_params: BTreeMap<String, f64>,
+        /// Connections open at once; an arrival beyond them is refused (and counted).
+        #[serde(default = "default_cross_connections")]
+        max_connections: u32,
+        /// Base round-trip time of the connections (`None`: the flows' default base RTT).
+        #[serde(default)]
+        rtt_ns: Option<u64>,
+    },
+}
+
+fn default_cross_cca() -> String {
+    DEFAULT_CROSS_CCA.to_string()
+}
+
+fn default_cross_connections() -> u32 {
+    DEFAULT_CROSS_CONNECTIONS
 }
 
 impl CrossConfig {
@@ -578,15 +610,27 @@ impl CrossConfig {
             }
             | CrossConfig::OnOff {
                 segment, reverse, ..
+            }
+            | CrossConfig::TcpFlows {
+                segment, reverse, ..
             } => (segment.as_deref(), *reverse),
         }
     }
 
-    /// `"flows"` or `"on_off"`.
+    /// Index in `segs` of the segment it crosses: the one named, else the bottleneck.
+    pub fn segment_index(&self, segs: &[SegmentConfig]) -> usize {
+        self.place()
+            .0
+            .and_then(|n| segs.iter().position(|s| s.name == n))
+            .unwrap_or_else(|| bottleneck_segment(segs))
+    }
+
+    /// `"flows"`, `"on_off"` or `"tcp_flows"`.
     pub fn kind_name(&self) -> &'static str {
         match self {
             CrossConfig::Flows { .. } => "flows",
             CrossConfig::OnOff { .. } => "on_off",
+            CrossConfig::TcpFlows { .. } => "tcp_flows",
         }
     }
 }
@@ -652,6 +696,17 @@ impl ScenarioConfig {
                     .saturating_add(s.forward.delay_ns)
                     .saturating_add(s.reverse.delay_ns)
             })
+    }
+
+    /// Base RTT of TCP cross traffic `c`: its `rtt_ns`, else the flows' default base RTT
+    /// (`None` for open-loop kinds).
+    pub fn cross_rtt_ns(&self, c: &CrossConfig) -> Option<u64> {
+        match c {
+            CrossConfig::TcpFlows { rtt_ns, .. } => {
+                Some(rtt_ns.unwrap_or_else(|| self.base_rtt_ns(self.access.delay_ns)))
+            }
+            _ => None,
+        }
     }
 
     /// The path as segments (a dumbbell is the one segment `bottleneck`) and its PEP mode.

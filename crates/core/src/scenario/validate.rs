@@ -11,11 +11,11 @@ use super::*;
 use std::fmt::Display;
 
 pub use crate::limits::{
-    CBR_PACKET_BYTES, CROSS_PACKET_BYTES, INITIAL_WINDOW_PKTS, MAX_DELAY_NS, MAX_DURATION_NS,
-    MAX_FILE_BYTES, MAX_FLOWS, MAX_INTERVALS, MAX_PEP_BUFFER_BYTES, MAX_RATE_BPS, MAX_RWND_BYTES,
-    MAX_SEGMENTS, MAX_TRACE_LEN, MIN_INTERVAL_NS, MIN_PEP_BUFFER_SEGMENTS, MIN_QUEUE_BYTES,
-    MSS_BYTES, POLICER_BURST_BYTES, WIFI_BACKGROUND_MAX, WIFI_DISTANCE_M, WIFI_MSDU_MAX_BYTES,
-    WIFI_RETRY_LIMIT_MAX, WIFI_TX_POWER_DBM,
+    CBR_PACKET_BYTES, CROSS_CONNECTIONS, CROSS_PACKET_BYTES, INITIAL_WINDOW_PKTS, MAX_DELAY_NS,
+    MAX_DURATION_NS, MAX_FILE_BYTES, MAX_FLOWS, MAX_INTERVALS, MAX_PEP_BUFFER_BYTES, MAX_RATE_BPS,
+    MAX_RWND_BYTES, MAX_SEGMENTS, MAX_TRACE_LEN, MIN_INTERVAL_NS, MIN_PEP_BUFFER_SEGMENTS,
+    MIN_QUEUE_BYTES, MSS_BYTES, POLICER_BURST_BYTES, WIFI_BACKGROUND_MAX, WIFI_DISTANCE_M,
+    WIFI_MSDU_MAX_BYTES, WIFI_RETRY_LIMIT_MAX, WIFI_TX_POWER_DBM,
 };
 
 // --- range helpers --------------------------------------------------------------------
@@ -182,7 +182,59 @@ fn cross(p: &str, c: &CrossConfig, segs: &[SegmentConfig]) -> Result<(), ConfigE
             dist(&format!("{p}.on"), on, 1e3)?;
             dist(&format!("{p}.off"), off, 1e3)
         }
+        CrossConfig::TcpFlows {
+            offered_bps,
+            size,
+            cca,
+            cca_params,
+            max_connections,
+            rtt_ns,
+            ..
+        } => {
+            rate(&format!("{p}.offered_bps"), *offered_bps)?;
+            dist(&format!("{p}.size"), size, 1.0)?;
+            let r = CROSS_CONNECTIONS;
+            in_range(
+                &format!("{p}.max_connections"),
+                *max_connections,
+                *r.start(),
+                *r.end(),
+            )?;
+            if let Some(rtt) = *rtt_ns {
+                let s = &segs[c.segment_index(segs)];
+                let min = s.forward.delay_ns.saturating_add(s.reverse.delay_ns);
+                in_range(&format!("{p}.rtt_ns"), rtt, min, 2 * MAX_DELAY_NS)?;
+            }
+            cross_cca(p, cca, cca_params)
+        }
     }
+}
+
+/// The algorithm of TCP cross traffic: a Linux module (its connections run the Linux-like
+/// sender), with parameters it accepts — checked by building it once, so that no
+/// connection opened during the run can fail.
+fn cross_cca(p: &str, cca: &str, params: &BTreeMap<String, f64>) -> Result<(), ConfigError> {
+    if crate::cc::registry::ns2_agent(cca, Stack::Linux).is_some() {
+        let linux: Vec<&str> = crate::cc::catalogue()
+            .map(|i| i.name)
+            .filter(|n| crate::cc::registry::ns2_agent(n, Stack::Linux).is_none())
+            .collect();
+        return Err(ConfigError::new(
+            &format!("{p}.cca"),
+            format_args!(
+                "{cca:?} is an ns-2 agent; allowed: a Linux module ({})",
+                linux.join(", ")
+            ),
+        ));
+    }
+    let init = crate::cc::FlowInit {
+        mss: TcpConfig::default().mss_bytes,
+        initial_window: TcpConfig::default().initial_window_pkts,
+    };
+    let mut rng = crate::engine::rng::SimRng::substream(0, "validate");
+    crate::cc::build(cca, params, &init, &mut rng)
+        .map(|_| ())
+        .map_err(|e| ConfigError(format!("{p}.{}", e.0)))
 }
 
 fn packet(field: &str, bytes: u32) -> Result<(), ConfigError> {

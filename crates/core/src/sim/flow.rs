@@ -118,6 +118,7 @@ pub fn plan(cfg: &ScenarioConfig) -> Result<Plan, ConfigError> {
                 start,
                 relay_sender: l > 0,
                 relay_limit: (l + 1 < n_legs).then_some(buffer),
+                streams: None,
             };
             let id = conns.len() as u32;
             conns.push(connection::build(cfg.seed, &spec)?);

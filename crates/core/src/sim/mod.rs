@@ -6,14 +6,17 @@
 //! timers in the event queue; `flow` plans the user flows and their connections, `relay`
 //! joins the connections of a flow split by PEPs, `series` samples per-interval counters,
 //! `trace` writes packet captures and event logs when a run asks for them; `control` is how
-//! a caller watches a run and stops it early.
+//! a caller watches a run and stops it early; `cross_tcp` runs the connections of TCP cross
+//! traffic.
 pub mod control;
+pub mod cross_tcp;
 pub mod flow;
 pub mod relay;
 pub mod series;
 pub mod trace;
 
 use crate::app::cross::CrossSource;
+use crate::app::cross_tcp::TcpCross;
 use crate::engine::event::EventQueue;
 use crate::engine::time::{SimDuration, SimTime};
 use crate::net::link::{Admission, LinkOutput};
@@ -50,6 +53,12 @@ pub enum Event {
     UdpSend { flow: u32 },
     /// A cross-traffic source starts bursts or sends packets.
     CrossSend { source: u32 },
+    /// A timer of an endpoint of TCP cross-traffic slot `conn` (`Simulation::xconns`).
+    CrossTimer {
+        conn: u32,
+        side: Side,
+        slot: TimerSlot,
+    },
     /// End of a series interval: sample the counters.
     Sample,
 }
@@ -89,6 +98,8 @@ pub struct Simulation {
     pub flows: Vec<Flow>,
     /// Cross-traffic sources, in scenario order (not flows: reported on their own).
     pub cross: Vec<CrossSource>,
+    /// The connection slots of TCP cross traffic, of all sources, in the order made.
+    pub xconns: Vec<cross_tcp::XConn>,
     /// Which relay each connection feeds or is fed by.
     relays: RelayIndex,
     pub end: SimTime,
@@ -131,7 +142,11 @@ impl Simulation {
             .cross
             .iter()
             .enumerate()
-            .map(|(i, c)| CrossSource::new(i as u32, c, cfg.seed))
+            .map(|(i, c)| {
+                let mut s = CrossSource::new(i as u32, c, cfg.seed);
+                s.tcp = TcpCross::new(c, cfg.cross_rtt_ns(c)).map(Box::new);
+                s
+            })
             .collect();
         for c in &cross {
             let t = c.deadline();
@@ -155,6 +170,7 @@ impl Simulation {
             conns: plan.conns,
             flows: plan.flows,
             cross,
+            xconns: Vec::new(),
             relays,
             end,
             out: Vec::with_capacity(64),
@@ -259,6 +275,7 @@ impl Simulation {
             Event::FlowStart { flow } => self.start_flow(now, flow),
             Event::UdpSend { flow } => self.udp_send(now, flow),
             Event::CrossSend { source } => self.cross_send(now, source),
+            Event::CrossTimer { conn, side, slot } => self.cross_timer(now, conn, side, slot),
             Event::Sample => {
                 self.sample(now);
                 // the series cannot be delivered: the rest of the run would be wasted
@@ -316,19 +333,19 @@ impl Simulation {
         }
         let route = self.topo.cross_routes[source as usize];
         self.inject(now, route);
+        if !self.cross[source as usize].arrived.is_empty() {
+            self.cross_open(now, source);
+        }
     }
 
     fn timer(&mut self, now: SimTime, conn: u32, side: Side, slot: TimerSlot) {
-        let si = slot_index(slot);
-        let sd = side as usize;
-        let f = &mut self.conns[conn as usize];
-        if f.scheduled[sd][si] == Some(now) {
-            f.scheduled[sd][si] = None;
-        }
-        match side {
-            Side::Sender => f.sender.on_timer(now, slot, &mut self.out),
-            Side::Receiver => f.receiver.on_timer(now, slot, &mut self.out),
-        }
+        fire_timer(
+            &mut self.conns[conn as usize],
+            now,
+            side,
+            slot,
+            &mut self.out,
+        );
         self.emit(now, conn, side);
     }
 
@@ -364,25 +381,12 @@ impl Simulation {
     }
 
     fn sync_timers(&mut self, conn: u32, side: Side) {
-        let sd = side as usize;
         let f = &mut self.conns[conn as usize];
-        let slots: &[TimerSlot] = match side {
-            Side::Sender => &SENDER_SLOTS,
-            Side::Receiver => &RECEIVER_SLOTS,
-        };
-        for &slot in slots {
-            let deadline = match side {
-                Side::Sender => f.sender.timer_deadline(slot),
-                Side::Receiver => f.receiver.timer_deadline(slot),
-            };
-            let Some(d) = deadline else { continue };
-            let si = slot_index(slot);
-            let sched = &mut f.scheduled[sd][si];
-            if sched.is_none_or(|s| d < s) {
-                *sched = Some(d);
-                self.queue.schedule(d, Event::Timer { conn, side, slot });
-            }
-        }
+        arm_timers(&mut self.queue, f, side, |slot| Event::Timer {
+            conn,
+            side,
+            slot,
+        });
     }
 
     /// Offer packet `idx` to the link of its current hop.
@@ -527,9 +531,20 @@ impl Simulation {
     /// cross-traffic source if any.
     fn drop_packet(&mut self, idx: u32) {
         let p = self.pool.take(idx);
-        if let Dest::Cross { source } = self.topo.routes[p.route as usize].dest {
-            self.cross[source as usize].counters.packets_dropped += 1;
-            return;
+        match self.topo.routes[p.route as usize].dest {
+            Dest::Cross { source } => {
+                self.cross[source as usize].counters.packets_dropped += 1;
+                return;
+            }
+            // the source's counters follow its data direction
+            Dest::CrossConn { conn, side } => {
+                if side == Side::Receiver {
+                    let source = self.xconns[conn as usize].source;
+                    self.cross[source as usize].counters.packets_dropped += 1;
+                }
+                return;
+            }
+            _ => {}
         }
         if p.kind == PacketKind::Udp {
             if let FlowKind::Udp { sink, .. } = &mut self.flows[p.flow as usize].kind {
@@ -575,6 +590,7 @@ impl Simulation {
                 }
             }
             Dest::Cross { source } => self.cross[source as usize].on_delivered(&p),
+            Dest::CrossConn { conn, side } => self.cross_deliver(now, conn, side, &p),
         }
     }
 
@@ -622,5 +638,52 @@ impl Simulation {
             .map(|m| m.in_flight().count() as u64)
             .sum();
         wired + wifi
+    }
+}
+
+/// (Re)arm the timers of endpoint `side` of connection `f`: an event for each slot whose
+/// deadline is earlier than the one already in the queue (later ones are found stale when
+/// they fire).
+fn arm_timers(
+    queue: &mut EventQueue<Event>,
+    f: &mut Connection,
+    side: Side,
+    event: impl Fn(TimerSlot) -> Event,
+) {
+    let sd = side as usize;
+    let slots: &[TimerSlot] = match side {
+        Side::Sender => &SENDER_SLOTS,
+        Side::Receiver => &RECEIVER_SLOTS,
+    };
+    for &slot in slots {
+        let deadline = match side {
+            Side::Sender => f.sender.timer_deadline(slot),
+            Side::Receiver => f.receiver.timer_deadline(slot),
+        };
+        let Some(d) = deadline else { continue };
+        let si = slot_index(slot);
+        let sched = &mut f.scheduled[sd][si];
+        if sched.is_none_or(|s| d < s) {
+            *sched = Some(d);
+            queue.schedule(d, event(slot));
+        }
+    }
+}
+
+/// Fire timer `slot` of endpoint `side` of connection `f` (stale ones do nothing).
+fn fire_timer(
+    f: &mut Connection,
+    now: SimTime,
+    side: Side,
+    slot: TimerSlot,
+    out: &mut Vec<Packet>,
+) {
+    let (sd, si) = (side as usize, slot_index(slot));
+    if f.scheduled[sd][si] == Some(now) {
+        f.scheduled[sd][si] = None;
+    }
+    match side {
+        Side::Sender => f.sender.on_timer(now, slot, out),
+        Side::Receiver => f.receiver.on_timer(now, slot, out),
     }
 }

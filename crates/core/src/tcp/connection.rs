@@ -239,13 +239,17 @@ pub struct ConnSpec<'a> {
     pub relay_sender: bool,
     /// The receiver sits at a PEP with this relay buffer.
     pub relay_limit: Option<u64>,
+    /// Prefix of its random substreams' names (`None`: the user flow's, by `flow` and `leg`).
+    pub streams: Option<String>,
 }
 
 impl ConnSpec<'_> {
     /// Random substream names: leg 0 keeps the names a one-leg flow always had, so adding
     /// PEP support changed no existing result.
     fn stream(&self, what: &str) -> String {
-        if self.leg == 0 {
+        if let Some(prefix) = &self.streams {
+            format!("{prefix}/{what}")
+        } else if self.leg == 0 {
             format!("flow/{}/{what}", self.flow)
         } else {
             format!("flow/{}/leg{}/{what}", self.flow, self.leg)

@@ -106,6 +106,7 @@ impl Pair {
                 start: SimTime::ZERO,
                 relay_sender: spec.relay,
                 relay_limit: None,
+                streams: None,
             },
         )
         .expect("a valid connection");

@@ -321,7 +321,7 @@ impl Tracer {
             .map(|r| match r.dest {
                 Dest::Udp { flow } => flow,
                 // cross traffic is not a flow under test: never captured
-                Dest::Conn { .. } | Dest::Cross { .. } => u32::MAX,
+                Dest::Conn { .. } | Dest::Cross { .. } | Dest::CrossConn { .. } => u32::MAX,
             })
             .collect();
         Ok(Tracer {
@@ -388,7 +388,12 @@ impl Tracer {
             };
             self.wires[conn].tcp_frame(p, pool.sacks(idx), dir, self.snaplen, &mut f);
         } else {
-            let flow = self.udp_route_flow[route - n_routes];
+            // routes made during the run (TCP cross traffic's) are not captured either
+            let flow = self
+                .udp_route_flow
+                .get(route - n_routes)
+                .copied()
+                .unwrap_or(u32::MAX);
             if flow == u32::MAX || !self.flows[flow as usize] {
                 return;
             }
