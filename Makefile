@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 export PYO3_PYTHON := $(abspath $(PY))
 CARGO ?= cargo
 
-.PHONY: all venv build build-ext build-tools demo test test-rust rust-tests clippy lint test-py bench clean fmt system-deps report-shots \
+.PHONY: all venv build build-ext build-tools demo test test-rust lint test-py bench clean fmt system-deps report-shots \
 	dist docs fuzz
 
 # Portable builds: every cargo and maturin command here builds for the host's triple named
@@ -93,13 +93,13 @@ demo: build
 	$(BIN)/tcplab demo --out demo-out
 
 # The build runs beside the system packages' installation (network and dpkg, little CPU). Then
-# the Rust tests run beside the wheel, the API docs, the linters and clippy, two steps at a
-# time, their output kept whole per step; then the Python tests. The wheel goes first, so it is
-# packed before the Rust tests relink the real-stack binaries. BUILT=1 tells those steps the
-# build is done.
+# the Rust tests (clippy last: beside the Rust tests' own compile it took longer) run beside
+# the wheel, the API docs and the linters, one after the other, their output kept whole per
+# step; then the Python tests. The wheel goes first, so it is packed before the Rust tests
+# relink the real-stack binaries. BUILT=1 tells those steps the build is done.
 test: venv
 	$(MAKE) --no-print-directory -j3 --output-sync=target build-ext build-tools system-deps
-	$(MAKE) --no-print-directory -j2 --output-sync=target BUILT=1 rust-tests dist docs lint clippy
+	$(MAKE) --no-print-directory -j2 --output-sync=target BUILT=1 test-rust dist docs lint
 	$(MAKE) --no-print-directory BUILT=1 test-py
 
 # `build` as a prerequisite, unless a `make test` already built (BUILT=1)
@@ -107,14 +107,10 @@ BUILD := $(if $(BUILT),,build)
 
 # The core's tests build without fat LTO (the tools profile: same optimization level, 16
 # codegen units): fat LTO of every test binary tripled the build for no change in what is tested.
-test-rust: rust-tests clippy
-
-rust-tests:
+test-rust:
 	$(CARGO) test --profile tools -p tcplab-core
 	$(CARGO) test --profile tools -p tcplab-pep
 	$(CARGO) test --profile tools -p tcplab-emu
-
-clippy:
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
 
 lint: $(BUILD)
