@@ -83,8 +83,13 @@ def test_cross_tables_become_the_core_config_and_none_leaves_the_json_unchanged(
     ],
 )
 def test_bad_cross_tables_are_one_line_errors(cross: dict[str, Any], fragments: tuple[str]) -> None:
+    assert_refused_in_one_line(scenario(cross), fragments)
+
+
+def assert_refused_in_one_line(table: dict[str, Any], fragments: tuple[str, ...]) -> None:
+    """Loading `table` fails with a one-line error that holds every fragment."""
     with pytest.raises(ScenarioError) as err:
-        load_scenario(scenario(cross), catalogue=None)
+        load_scenario(table, catalogue=None)
     message = str(err.value)
     assert "\n" not in message
     for fragment in fragments:
