@@ -20,9 +20,9 @@ SCENARIOS = REPO / "scenarios"
 REALSTACK_FIXTURES = REPO / "tests" / "data" / "realstack"
 
 #: Tests that run real emulations: they take the machine's emulation lock one after another and
-#: time the kernel's TCP on the wall clock, so a CPU-bound test beside them would disturb what
-#: they measure. `make test` runs them on their own after the rest, which it spreads over the
-#: cores (pytest-xdist).
+#: time the kernel's TCP on the wall clock, so a CPU-bound test beside them at the same priority
+#: would disturb what they measure. `make test` runs them in one process beside the rest, which
+#: it spreads over the cores (pytest-xdist) at the lowest CPU priority (nice 19).
 REAL_TIME_TESTS = ("tests/realstack/", "tests/trace/test_emulate_capture.py")
 #: ... except these, which read recorded kernel runs and simulate, and so run with the rest.
 SIMULATION_ONLY = ("tests/realstack/test_kernel_records.py",)
