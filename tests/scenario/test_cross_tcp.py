@@ -30,6 +30,8 @@ def scenario(
     }
 
 
+PERIOD: dict[str, Any] = {"dist": "exponential", "mean": "1s"}
+
 TCP: dict[str, Any] = {
     "kind": "tcp-flows",
     "rate": "3Mbps",
@@ -165,6 +167,12 @@ def test_the_same_seed_gives_the_same_result_and_another_seed_another() -> None:
         ({**TCP, "rtt": "10ms"}, ("cross[0].rtt", "at least 40ms")),
         ({"kind": "flows", "rate": "1Mbps", "size": TCP["size"]}, ("needs 'peak_rate'",)),
         ({**TCP, "cca": "reno", "kind": "on-off"}, ("cross[0]", "needs 'on'")),
+        ({**TCP, "tcp": {"mss": 10}}, ("cross[0].tcp.mss", "64 to 65495")),
+        ({**TCP, "tcp": {"sacks": True}}, ("cross[0].tcp", "sacks")),
+        (
+            {"kind": "on-off", "on": PERIOD, "off": PERIOD, "peak_rate": "1Mbps", "tcp": {}},
+            ("cross[0]", "'tcp' does not apply"),
+        ),
     ],
 )
 def test_bad_tcp_flows_tables_are_one_line_errors(
@@ -180,3 +188,39 @@ def test_an_ns2_agent_is_refused_by_the_core_in_one_line() -> None:
     message = str(err.value)
     assert "\n" not in message and "cross[0].cca" in message and "ns-2 agent" in message
     assert "cubic" in message
+    with pytest.raises(ScenarioError) as err:
+        run(load_scenario(scenario({**TCP, "tcp": {"stack": "ns2"}})))
+    message = str(err.value)
+    assert "\n" not in message and "cross[0].tcp.stack" in message
+    assert message.endswith("allowed: linux")
+
+
+def test_a_tcp_table_sets_the_connections_options_and_only_then_is_written() -> None:
+    # 1 MB downloads (691 segments of 1448 B) over a 500 ms base RTT on an idle 10 Mbit/s
+    # link with a 1,000-packet queue (no loss). By hand, counting round trips from the
+    # arrival: the handshake, then slow start from 10 segments. With window scaling off the
+    # window stops at 65535 B (45 segments): 10, 20, 40, then 14 windows for the other 621
+    # segments, 18 round trips = 9.0 s (a 45-segment window is sent in 54 ms, within a round
+    # trip). With it (Linux's default) 10, 20, ..., 320 and the last 61: 8 round trips, 4.0 s,
+    # plus the time the larger windows take to send (320 x 1.2 ms) and overlapping downloads.
+    download = {
+        **TCP,
+        "rate": "800kbps",
+        "size": {"dist": "lognormal", "mean": "1MB", "sigma": 0.0},
+        "rtt": "500ms",
+    }
+    top: dict[str, Any] = {"duration": "200s", "seed": 3}
+    capped = scenario({**download, "tcp": {"window_scaling": False}}, **top)
+    capped["bottleneck"]["queue"] = "1000pkts"
+    default = scenario(download, **top)
+    default["bottleneck"]["queue"] = "1000pkts"
+    (written,) = normalize(load_scenario(capped, catalogue=()))["cross"]
+    assert written["tcp"]["window_scaling"] is False and written["tcp"]["rwnd_bytes"] == 65535
+    assert "tcp" not in normalize(load_scenario(default, catalogue=()))["cross"][0]
+    times_s = []
+    for doc in (capped, default):
+        (c,) = run(load_scenario(doc)).to_json_dict()["cross"]
+        assert c["connections_completed"] >= 20 and c["retransmits"] == 0
+        times_s.append(c["completion_mean_ns"] / 1e9)
+    assert 9.0 <= times_s[0] <= 9.3
+    assert 4.0 <= times_s[1] <= 5.0

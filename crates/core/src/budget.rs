@@ -272,6 +272,7 @@ mod tests {
             cca_params: Default::default(),
             max_connections: 100,
             rtt_ns: None,
+            tcp: None,
         }];
         let b = estimate(&cfg, SeriesCost::None);
         assert_eq!(b.events - alone.events, 750 * 16 + 25_000 * 2 * 3);

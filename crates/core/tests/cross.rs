@@ -165,6 +165,7 @@ fn tcp_flows(offered_bps: u64, mean_bytes: f64, max_connections: u32) -> CrossCo
         cca_params: Default::default(),
         max_connections,
         rtt_ns: Some(100_000_000),
+        tcp: None,
     }
 }
 
@@ -230,10 +231,78 @@ fn tcp_cross_traffic_is_not_a_flow_and_its_bad_input_is_one_line() {
         *rtt_ns = None;
         *cca = "sack".into();
     }
-    let e = err(c);
+    let e = err(c.clone());
     assert!(
         e.starts_with("cross[0].cca: \"sack\" is an ns-2 agent"),
         "{e}"
     );
     assert!(!e.contains('\n'));
+    if let CrossConfig::TcpFlows { cca, tcp, .. } = &mut c {
+        *cca = "cubic".into();
+        *tcp = Some(TcpConfig {
+            mss_bytes: 20,
+            ..TcpConfig::default()
+        });
+    }
+    let e = err(c.clone());
+    assert!(
+        e.starts_with("cross[0].tcp.mss_bytes: 20 is out of range"),
+        "{e}"
+    );
+    if let CrossConfig::TcpFlows { tcp, .. } = &mut c {
+        *tcp = Some(TcpConfig {
+            stack: Stack::Ns2,
+            ..TcpConfig::default()
+        });
+    }
+    let e = err(c);
+    assert!(e.starts_with("cross[0].tcp.stack: "), "{e}");
+    assert!(e.ends_with("allowed: linux"), "{e}");
+}
+
+#[test]
+fn tcp_cross_traffic_runs_with_its_own_tcp_options() {
+    // 1 MB downloads (691 segments of 1448 B) with a 500 ms base RTT on an otherwise idle
+    // 10 Mbit/s link (the flow under test sends 1 kB) with a 1,000-packet queue, one every
+    // 10 s on average.
+    // By hand, counting round trips from the arrival: the handshake (1), then slow start
+    // from 10 segments. With window scaling (the default) the windows are 10, 20, 40, 80,
+    // 160, 320 and the last 61 segments: 8 round trips, 4.0 s, plus the serialization of
+    // the larger windows (320 x 1.2 ms = 0.38 s) and the delayed ACK of the last segment.
+    // Without it the window stops at 65535 B (45 segments): 10, 20, 40, then 14 windows of
+    // up to 45 for the other 621 segments: 18 round trips, 9.0 s (a 45-segment window takes
+    // 54 ms to send, less than a round trip, so the serialization adds only the last one's).
+    let download = |tcp: Option<TcpConfig>| {
+        let mut cfg = with_cross(
+            vec![CrossConfig::TcpFlows {
+                segment: None,
+                reverse: false,
+                offered_bps: 800_000,
+                size: DistConfig::Constant { mean: 1e6 },
+                cca: "cubic".into(),
+                cca_params: Default::default(),
+                max_connections: 10,
+                rtt_ns: Some(500_000_000),
+                tcp,
+            }],
+            200,
+            3,
+        );
+        cfg.flows[0].app = AppConfig::File { size_bytes: 1000 };
+        // room for a whole window in the queue: no loss, so only the window decides
+        let b = cfg.bottleneck.as_mut().unwrap();
+        b.forward.queue.limit_pkts = Some(1000);
+        let r = run_config(cfg);
+        let t = r.cross[0].tcp.clone().expect("a tcp_flows entry");
+        assert!(t.connections_completed >= 10, "{}", t.connections_completed);
+        assert_eq!(t.retransmits, 0);
+        t.completion_mean_ns.expect("completed downloads") as f64 / 1e9
+    };
+    let scaled = download(None);
+    assert!((4.0..4.8).contains(&scaled), "{scaled}");
+    let capped = download(Some(TcpConfig {
+        window_scaling: false,
+        ..TcpConfig::default()
+    }));
+    assert!((9.0..9.3).contains(&capped), "{capped}");
 }

@@ -830,6 +830,8 @@ class CrossSpec(_Model):
     rtt_ns: Annotated[DurationNs, _check(lambda v: v > 0, "must be greater than 0")] | None = Field(
         None, alias="rtt"
     )
+    # kind = "tcp-flows": the connections' TCP options, as `[flows.tcp]` (None: Linux's)
+    tcp: TcpSpec | None = None
     # kind = "flows" or "on-off": the rate each flow / on period sends at
     peak_rate_bps: RateBps | None = Field(None, alias="peak_rate")
     # kind = "flows" or "on-off" (default CROSS_DEFAULT_PACKET_BYTES)
@@ -847,7 +849,7 @@ class CrossSpec(_Model):
 
     @model_validator(mode="after")
     def _keys_for_the_kind(self) -> CrossSpec:
-        tcp = ("cca", "cca_params", "max_connections", "rtt")
+        tcp = ("cca", "cca_params", "max_connections", "rtt", "tcp")
         need, other = {
             "flows": (("rate", "size", "peak_rate"), ("on", "off", *tcp)),
             "on-off": (("on", "off", "peak_rate"), ("rate", "size", *tcp)),
@@ -863,6 +865,7 @@ class CrossSpec(_Model):
             "cca_params": self.cca_params,
             "max_connections": self.max_connections,
             "rtt": self.rtt_ns,
+            "tcp": self.tcp,
             "packet_size": self.packet_bytes,
         }
         for key in need:

@@ -308,13 +308,14 @@ def cross_json(cross: CrossSpec) -> dict[str, Any]:
     """The core's `CrossConfig` of one `[[cross]]` table."""
     if cross.kind == "tcp-flows":
         assert cross.size is not None  # the model checked the keys of each kind
-        return {
+        cca = LIMITS.default_cross_cca if cross.cca is None else cross.cca
+        out_tcp: dict[str, Any] = {
             "kind": "tcp_flows",
             "segment": cross.segment,
             "reverse": cross.direction == "reverse",
             "offered_bps": cross.rate_bps,
             "size": cross.size.law_json(cross.size.mean_bytes),
-            "cca": LIMITS.default_cross_cca if cross.cca is None else cross.cca,
+            "cca": cca,
             "cca_params": dict(cca_param_entry(k, v) for k, v in (cross.cca_params or {}).items()),
             "max_connections": (
                 LIMITS.default_cross_connections
@@ -323,6 +324,9 @@ def cross_json(cross: CrossSpec) -> dict[str, Any]:
             ),
             "rtt_ns": cross.rtt_ns,
         }
+        if cross.tcp is not None:  # written only when given: old hashes stay valid
+            out_tcp["tcp"] = tcp_json(resolve_tcp(cross.tcp, cca))
+        return out_tcp
     out: dict[str, Any] = {
         "kind": "flows" if cross.kind == "flows" else "on_off",
         "segment": cross.segment,

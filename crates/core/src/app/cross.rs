@@ -462,6 +462,7 @@ mod tests {
             cca_params: Default::default(),
             max_connections: 10,
             rtt_ns: None,
+            tcp: None,
         };
         let mut s = CrossSource::new(0, &tcp, 11);
         let mut out = Vec::new();

@@ -16,7 +16,7 @@
 //! is refused and counted, as a server with a full accept queue would. A slot keeps its two
 //! routes for the rest of the run; packets of an earlier connection of a slot (a late
 //! duplicate) carry that connection's serial number and are recognised and discarded.
-use crate::scenario::CrossConfig;
+use crate::scenario::{CrossConfig, TcpConfig};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -25,6 +25,7 @@ use std::collections::BTreeMap;
 pub struct TcpCross {
     pub cca: String,
     pub cca_params: BTreeMap<String, f64>,
+    pub tcp: TcpConfig,
     pub rtt_ns: u64,
     pub max_connections: u32,
     pub pool: SlotPool,
@@ -40,6 +41,7 @@ impl TcpCross {
             cca,
             cca_params,
             max_connections,
+            tcp,
             ..
         } = cfg
         else {
@@ -48,6 +50,7 @@ impl TcpCross {
         Some(TcpCross {
             cca: cca.clone(),
             cca_params: cca_params.clone(),
+            tcp: tcp.clone().unwrap_or_default(),
             rtt_ns: rtt_ns.unwrap_or(0),
             max_connections: *max_connections,
             pool: SlotPool::new(*max_connections),

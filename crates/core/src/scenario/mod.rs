@@ -590,6 +590,9 @@ pub enum CrossConfig {
         /// Base round-trip time of the connections (`None`: the flows' default base RTT).
         #[serde(default)]
         rtt_ns: Option<u64>,
+        /// The connections' TCP options (`None`: the core's Linux defaults).
+        #[serde(default)]
+        tcp: Option<TcpConfig>,
     },
 }
 

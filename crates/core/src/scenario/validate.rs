@@ -189,6 +189,7 @@ fn cross(p: &str, c: &CrossConfig, segs: &[SegmentConfig]) -> Result<(), ConfigE
             cca_params,
             max_connections,
             rtt_ns,
+            tcp: options,
             ..
         } => {
             rate(&format!("{p}.offered_bps"), *offered_bps)?;
@@ -205,7 +206,24 @@ fn cross(p: &str, c: &CrossConfig, segs: &[SegmentConfig]) -> Result<(), ConfigE
                 let min = s.forward.delay_ns.saturating_add(s.reverse.delay_ns);
                 in_range(&format!("{p}.rtt_ns"), rtt, min, 2 * MAX_DELAY_NS)?;
             }
-            cross_cca(p, cca, cca_params)
+            let defaults = TcpConfig::default();
+            let options = match options {
+                Some(t) => {
+                    let q = format!("{p}.tcp");
+                    tcp(&q, t)?;
+                    // the connections run the Linux-like sender, as the algorithm must be a
+                    // Linux module
+                    if t.stack != Stack::Linux {
+                        return Err(ConfigError::new(
+                            &format!("{q}.stack"),
+                            "cross traffic runs the Linux stack; allowed: linux",
+                        ));
+                    }
+                    t
+                }
+                None => &defaults,
+            };
+            cross_cca(p, cca, cca_params, options)
         }
     }
 }
@@ -213,7 +231,12 @@ fn cross(p: &str, c: &CrossConfig, segs: &[SegmentConfig]) -> Result<(), ConfigE
 /// The algorithm of TCP cross traffic: a Linux module (its connections run the Linux-like
 /// sender), with parameters it accepts — checked by building it once, so that no
 /// connection opened during the run can fail.
-fn cross_cca(p: &str, cca: &str, params: &BTreeMap<String, f64>) -> Result<(), ConfigError> {
+fn cross_cca(
+    p: &str,
+    cca: &str,
+    params: &BTreeMap<String, f64>,
+    options: &TcpConfig,
+) -> Result<(), ConfigError> {
     if crate::cc::registry::ns2_agent(cca, Stack::Linux).is_some() {
         let linux: Vec<&str> = crate::cc::catalogue()
             .map(|i| i.name)
@@ -228,8 +251,8 @@ fn cross_cca(p: &str, cca: &str, params: &BTreeMap<String, f64>) -> Result<(), C
         ));
     }
     let init = crate::cc::FlowInit {
-        mss: TcpConfig::default().mss_bytes,
-        initial_window: TcpConfig::default().initial_window_pkts,
+        mss: options.mss_bytes,
+        initial_window: options.initial_window_pkts,
     };
     let mut rng = crate::engine::rng::SimRng::substream(0, "validate");
     crate::cc::build(cca, params, &init, &mut rng)

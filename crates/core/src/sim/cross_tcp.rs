@@ -8,7 +8,7 @@ use crate::app::cross_tcp::{Acquired, TcpCross};
 use crate::engine::time::SimTime;
 use crate::net::packet::Packet;
 use crate::net::topology::Dest;
-use crate::scenario::{AppConfig, TcpConfig};
+use crate::scenario::AppConfig;
 use crate::tcp::connection::{self, ConnSpec, Connection, Side, TimerSlot};
 
 /// One connection slot of a TCP cross-traffic source.
@@ -168,8 +168,7 @@ pub(crate) fn add_counters(s: &mut crate::app::cross_tcp::TcpCrossStats, c: &Con
 }
 
 /// Connection number `serial` of source `source`: a download of `size_bytes` with the
-/// source's algorithm and the core's default (Linux) TCP options, its random substreams
-/// named after it.
+/// source's algorithm and TCP options, its random substreams named after it.
 fn build(
     seed: u64,
     source: u32,
@@ -178,14 +177,13 @@ fn build(
     size_bytes: u64,
     now: SimTime,
 ) -> Connection {
-    let options = TcpConfig::default();
     let spec = ConnSpec {
         flow: source as usize,
         leg: 0,
         field: format!("cross[{source}]"),
         cca: &tcp.cca,
         cca_params: &tcp.cca_params,
-        tcp: &options,
+        tcp: &tcp.tcp,
         app: AppConfig::File { size_bytes },
         start: now,
         relay_sender: false,
