@@ -94,8 +94,10 @@ def _y_range(panel: Panel) -> tuple[float, float]:
         ys += [v for s in panel.series for p in s.points for v in (p.low, p.high)]
         ys += [y for y, _ in panel.hlines]
         ys = [v for v in ys if math.isfinite(v)]
+        # from 0, with 5 % of the span from 0 above the highest value (bars stand on 0,
+        # so a margin of the values' own spread would let the tallest touch the frame)
         top = max(ys, default=1.0)
-        least = min(ys, default=0.0)
+        least = min([*ys, 0.0])
         low, high = 0.0, (top + (top - least) * 0.05 if top > 0 else 1.0)
         if high <= 0:
             high = 1.0

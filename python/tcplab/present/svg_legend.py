@@ -40,12 +40,40 @@ def _row_heights(entries: Sequence[str], ncol: int, size: float) -> list[float]:
     return heights
 
 
+def _column_widths(entries: Sequence[str], ncol: int, size: float) -> list[float]:
+    rows = _rows(len(entries), ncol)
+    return [
+        max(
+            (
+                max(text_width(t, size) for t in _lines(e))
+                for e in entries[c * rows : (c + 1) * rows]
+            ),
+            default=0.0,
+        )
+        + (_HANDLE + _HANDLE_PAD) * size
+        for c in range(math.ceil(len(entries) / rows))
+    ]
+
+
+def _fitting(entries: Sequence[str], ncol: int, size: float, width: float) -> int:
+    """`ncol` (the saved figures' count, from a mean character width), or fewer if the
+    entries' measured widths would not fit the figure's width; never more than needed."""
+    ncol = max(1, math.ceil(len(entries) / _rows(len(entries), ncol)))
+    while ncol > 1:
+        widths = _column_widths(entries, ncol, size)
+        if sum(widths) + _COLUMN_GAP * size * (len(widths) - 1) <= width * 0.98:
+            break
+        ncol -= 1
+    return ncol
+
+
 def legend_height(chart: Chart, style: Style, ncol: int) -> float:
     """The height of the shared legend below the panels (0 when it has no entries)."""
     entries = legend_entries(chart)
     if not entries:
         return 0.0
     size = style.small_pt
+    ncol = _fitting(entries, ncol, size, style.width_in * 72)
     title = size * 1.6 if chart.legend_title else 0.0
     return title + sum(_row_heights(entries, ncol, size)) + size * 0.8
 
@@ -57,20 +85,10 @@ def draw_legend(
     if not entries:
         return
     size = style.small_pt
+    ncol = _fitting(entries, ncol, size, width)
     rows = _rows(len(entries), ncol)
-    ncol = math.ceil(len(entries) / rows)
     heights = _row_heights(entries, ncol, size)
-    widths = [
-        max(
-            (
-                max(text_width(t, size) for t in _lines(e))
-                for e in entries[c * rows : (c + 1) * rows]
-            ),
-            default=0.0,
-        )
-        + (_HANDLE + _HANDLE_PAD) * size
-        for c in range(ncol)
-    ]
+    widths = _column_widths(entries, ncol, size)
     total = sum(widths) + _COLUMN_GAP * size * (ncol - 1)
     x0 = max((width - total) / 2, 2.0)
     y = top + size * 0.4
