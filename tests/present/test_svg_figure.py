@@ -216,3 +216,50 @@ def test_text_widths_follow_the_sans_serif_font() -> None:
     assert text_width("0", 10.0) == pytest.approx(10 * 1303 / 2048, rel=0.01)
     assert text_width("mi", 10.0) == pytest.approx(10 * (1995 + 569) / 2048, rel=0.01)
     assert math.isclose(text_width("", 10.0), 0.0)
+
+
+@pytest.mark.parametrize("style", ["web", "paper", "slides"])
+def test_awkward_charts_still_give_well_formed_svg(style: str) -> None:
+    nan = math.nan
+    s = line_style(0)
+    charts = [
+        Chart("a", "A", [Panel("", "x", "y")], "t", "c"),  # nothing to draw
+        Chart(
+            "a",
+            "A",
+            [Panel("p", "x", "y", [Series("s", s, [Point(1, nan), Point(2, nan)])])],
+            "t",
+            "c",
+        ),
+        Chart(
+            "a",
+            "A",
+            [Panel("p", "x", "y", [Series("s", s, [Point(3, 5.0)])], ylim=(2.0, 2.0))],
+            "t",
+            "c",
+        ),
+        Chart(
+            "a",
+            "A",
+            [Panel("p", "x", "y", [Series("s", s, [Point(3, 5.0)])], xscale="log")],
+            "t",
+            "c",
+            kind="series",
+        ),
+    ]
+    cats = list("abcdefgh")
+    label = "it's <b> & more"
+    bars = Panel(
+        "p",
+        "x",
+        "y",
+        [Series(label, s, [Point(c, 1.0) for c in cats])],
+        xscale="category",
+        categories=cats,
+    )
+    charts.append(Chart("b", "B", [bars], "t", "c", kind="bars", shared_legend=False))
+    for c in charts:
+        root = ET.fromstring(svg_figure(c, make_style(style)))
+        assert root.tag == f"{SVG}svg"
+    # text is text, escaped and read back as written
+    assert label in [t.text for t in _texts(root)]

@@ -34,7 +34,7 @@ def num(v: float) -> str:
 
 
 def esc(text: str) -> str:
-    return html.escape(text, quote=True)
+    return html.escape(text, quote=False)
 
 
 def box(x: float, y: float, w: float, h: float) -> str:

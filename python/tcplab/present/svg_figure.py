@@ -101,6 +101,8 @@ def _y_range(panel: Panel) -> tuple[float, float]:
         low, high = 0.0, (top + (top - least) * 0.05 if top > 0 else 1.0)
         if high <= 0:
             high = 1.0
+    if not high > low:  # a range of one value: widen it, as matplotlib does
+        low, high = padded(low, low)
     if panel.notes:  # head room, so a note sits above the data it describes
         high += (high - low) * 0.08 * (1 + len(panel.notes))
     return low, high

@@ -172,9 +172,9 @@ def _handle(
             f"{dash_attr(look.style.dash, lw)}/>"
         )
     if look.mark != "steps":
-        size = style.marker_size * (
-            0.55 if look.mark == "points" and chart.kind == "series" else 1.0
-        )
+        # the size the series is drawn with (time series: smaller markers)
+        over_time = chart.kind == "series"
+        size = style.marker_size * ((0.55 if look.mark == "points" else 0.8) if over_time else 1.0)
         mark = canvas.marker(look.style.marker, size, colour, 1.0)
         canvas.add(f'<use xlink:href="#{mark}" x="{num(x + w / 2)}" y="{num(y)}"/>')
 
