@@ -5,6 +5,7 @@ swatch with its hatch, a black dashed reference or a grey dashed level."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import textwrap
 from collections.abc import Sequence
@@ -221,22 +222,18 @@ def panel_legend(
     h = title + sum(heights) + size * 0.5
     left, top, right, bottom = frame
     pad = size * 0.4
+    middle = (left + right - w) / 2
     corners = [
         (right - w - pad, top + pad),
         (left + pad, top + pad),
         (right - w - pad, bottom - h - pad),
         (left + pad, bottom - h - pad),
+        (middle, top + pad),
+        (middle, bottom - h - pad),
     ]
     if panel.notes:
         corners = corners[1:]
-    points = [
-        (xs(float(p.x)), ys(p.y))
-        for s in panel.series
-        for p in s.points
-        if panel.xscale != "category"
-        and math.isfinite(p.y)
-        and (panel.xscale != "log" or float(p.x) > 0)
-    ]
+    points = _samples(panel, xs, ys, (left, right))
 
     def covered(corner: tuple[float, float]) -> int:
         cx, cy = corner
@@ -254,3 +251,34 @@ def panel_legend(
     for label, height in zip(labels, heights, strict=True):
         _entry(canvas, label, looks[label], chart, style, x + size * 0.5, ry, size)
         ry += height
+
+
+#: Spacing of the samples taken along a line to see what a legend would cover (points).
+_SAMPLE_PT = 4.0
+
+
+def _samples(
+    panel: Panel, xs: Scale, ys: Scale, width: tuple[float, float]
+) -> list[tuple[float, float]]:
+    """Where a panel's lines run, in points: every plotted point and samples every few
+    points along each line and level (a long flat stretch has few points but would be
+    hidden as well)."""
+    if panel.xscale == "category":
+        return []
+    out: list[tuple[float, float]] = []
+    for s in panel.series:
+        xy = [
+            (xs(float(p.x)), ys(p.y))
+            for p in s.points
+            if math.isfinite(p.y) and (panel.xscale != "log" or float(p.x) > 0)
+        ]
+        out += xy
+        if s.joined or s.reference:
+            for (x0, y0), (x1, y1) in itertools.pairwise(xy):
+                k = min(int(math.hypot(x1 - x0, y1 - y0) / _SAMPLE_PT), 200)
+                out += [(x0 + (x1 - x0) * i / k, y0 + (y1 - y0) * i / k) for i in range(1, k)]
+    for y, _ in panel.hlines:
+        py = ys(y)
+        n = int((width[1] - width[0]) / _SAMPLE_PT)
+        out += [(width[0] + i * _SAMPLE_PT, py) for i in range(n)]
+    return out
