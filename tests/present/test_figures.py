@@ -9,10 +9,8 @@ import csv
 import io
 import math
 import re
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -277,41 +275,35 @@ def test_a_log_axis_labels_its_decades_as_powers_of_ten_in_plain_text() -> None:
     ]
 
 
-def test_figures_drawn_in_worker_processes_are_the_ones_drawn_here(
+def test_a_pages_figures_are_drawn_once_each_the_same_every_time(
     studies: dict[str, Store],
 ) -> None:
-    # A report draws its figures in forked workers; the page must not depend on that.
+    # The page's figures come from the SVG writer, in order, one <svg> each, and the same
+    # charts give the same bytes (a report of unchanged results is unchanged).
+    from tcplab.present.svg_figure import svg_figure
+
     store = studies["pair"]
     runs = store.runs("pair")
     charts = [chart(kind, runs, store) for kind in available(runs, store)]
     style = make_style("web")
     assert len(charts) >= 3
-    here = svgs_of(charts, style, workers=1)
-    assert svgs_of(charts, style, workers=2) == here
+    here = svgs_of(charts, style)
+    assert svgs_of(charts, style) == here == [svg_figure(c, style) for c in charts]
     assert [svg.count("<svg") for svg in here] == [1] * len(charts)
 
 
-def test_ctrl_c_while_workers_draw_stops_the_drawing_and_leaves_no_worker(
-    studies: dict[str, Store],
-) -> None:
-    import multiprocessing
-
-    store = studies["pair"]
-    runs = store.runs("pair")
-    charts = [chart(kind, runs, store) for kind in available(runs, store)] * 20
-
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    old = signal.signal(signal.SIGALRM, interrupt)
-    started = time.monotonic()
-    try:
-        signal.setitimer(signal.ITIMER_REAL, 0.5)
-        with pytest.raises(KeyboardInterrupt):
-            svgs_of(charts, make_style("web"), workers=2)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
-    # the figures being drawn are finished (well under a second each), the rest not started
-    assert time.monotonic() - started < 5.0
-    assert multiprocessing.active_children() == []
+def test_a_report_loads_no_matplotlib(studies: dict[str, Store], tmp_path: Path) -> None:
+    # Its figures are written as SVG directly; importing matplotlib alone cost ~0.8 s.
+    out = tmp_path / "r.html"
+    code = (
+        "import sys\nfrom tcplab import cli\n"
+        f"status = cli.main(['report', {str(studies['per'].path)!r}, '-o', {str(out)!r}])\n"
+        "print('MODULES', ' '.join(sorted({m.split('.')[0] for m in sys.modules})))\n"
+        "sys.exit(status)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    modules = set(proc.stdout.rpartition("MODULES ")[2].split())
+    assert "duckdb" in modules and "tcplab" in modules  # the report did run
+    assert "matplotlib" not in modules
+    assert out.read_text().count("<svg") >= 3

@@ -26,14 +26,9 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 from ..errors import ScenarioError
 from .chart import Chart, Panel, Point, Series
 from .labels import format_number
+from .layout import LEGEND_CHARS, MARKS_PER_LINE, decade_label, grid, legend_columns, legend_entries
 from .plotspecs import check_figure_path
 from .style import HATCHES, Style
-
-#: Legend entries longer than this wrap.
-_LEGEND_CHARS = 34
-#: Markers on a time series: about this many per line (enough to tell lines apart).
-_MARKS_PER_LINE = 12
-
 
 #: Read when an SVG is written: text stays text (searchable, and a test can read the
 #: labels) and the same figure gives the same ids.
@@ -57,42 +52,9 @@ def _rc(style: Style) -> dict[str, Any]:
     }
 
 
-def _layout(chart: Chart, style: Style) -> tuple[int, int]:
-    cols = chart.columns or (style.series_columns if chart.kind == "series" else style.columns)
-    cols = max(1, min(cols, len(chart.panels)))
-    return cols, math.ceil(len(chart.panels) / cols)
-
-
 def _legend_rows(chart: Chart, style: Style, ncol: int) -> int:
-    entries = len(_legend_entries(chart))
+    entries = len(legend_entries(chart))
     return math.ceil(entries / ncol) if entries else 0
-
-
-def _legend_entries(chart: Chart) -> list[str]:
-    """Legend entries: the data series in order, then references and marked levels."""
-    data: list[str] = []
-    refs: list[str] = []
-    for panel in chart.panels:
-        for s in panel.series:
-            into = refs if s.reference else data
-            if s.label and s.label not in into:
-                into.append(s.label)
-        for _, label in panel.hlines:
-            if label not in refs:
-                refs.append(label)
-    return data + [r for r in refs if r not in data]
-
-
-def _ncol(chart: Chart, style: Style) -> int:
-    """Columns of a legend below the panels: as many as the widest data entry allows (a
-    long reference entry just widens its column)."""
-    entries = _legend_entries(chart)
-    if not entries:
-        return 1
-    data = [s.label for p in chart.panels for s in p.series if not s.reference] or entries
-    longest = min(max(len(e) for e in data), _LEGEND_CHARS)
-    entry_pt = (longest * 0.55 + 4.0) * style.small_pt
-    return max(1, min(len(entries), int(style.width_in * 72 * 0.95 // entry_pt)))
 
 
 def render(chart: Chart, style: Style, *, caption: bool | None = None) -> Figure:
@@ -105,8 +67,8 @@ def render(chart: Chart, style: Style, *, caption: bool | None = None) -> Figure
 def _render(chart: Chart, style: Style, with_caption: bool) -> Figure:
     """Panels on top; below them the shared legend, then the caption: both in a strip the
     layout engine keeps the panels out of."""
-    cols, rows = _layout(chart, style)
-    ncol = _ncol(chart, style)
+    cols, rows = grid(chart, style)
+    ncol = legend_columns(chart, style)
     shared = chart.legend and chart.shared_legend
     legend_rows = _legend_rows(chart, style, ncol) if shared else 0
     line_in = style.small_pt * 1.7 / 72
@@ -131,7 +93,7 @@ def _render(chart: Chart, style: Style, with_caption: bool) -> Figure:
     if style.title:
         fig.suptitle(chart.title)
     if shared:
-        handles, labels = _unique_handles(fig.axes, _legend_entries(chart))
+        handles, labels = _unique_handles(fig.axes, legend_entries(chart))
         if handles:
             fig.legend(
                 handles,
@@ -173,7 +135,7 @@ def _unique_handles(axes: Sequence[Axes], order: Sequence[str]) -> tuple[list[An
                 found[label] = h
     labels = [lab for lab in order if lab in found]
     # a long entry (a theory reference) wraps instead of widening the legend past the figure
-    return [found[lab] for lab in labels], [textwrap.fill(lab, _LEGEND_CHARS) for lab in labels]
+    return [found[lab] for lab in labels], [textwrap.fill(lab, LEGEND_CHARS) for lab in labels]
 
 
 def _panel(ax: Axes, chart: Chart, index: int, style: Style) -> None:
@@ -247,7 +209,7 @@ def _lines(ax: Axes, panel: Panel, index: int, style: Style, over_time: bool) ->
             drawn.lines[0].set_gid(gid if group is pts else f"{gid}-zero")
     if panel.xscale == "log":
         ax.set_xscale("log")
-        ax.xaxis.set_major_formatter(FuncFormatter(_decade_label))
+        ax.xaxis.set_major_formatter(FuncFormatter(decade_label))
         if zero is not None:
             _zero_break(ax, panel, style)
 
@@ -274,26 +236,10 @@ def _over_time(
     elif s.mark == "steps":
         kw = {**kw, "drawstyle": "steps-post", "marker": "none"}
     else:
-        kw = {**kw, "markevery": max(1, len(pts) // _MARKS_PER_LINE)}
+        kw = {**kw, "markevery": max(1, len(pts) // MARKS_PER_LINE)}
         kw["ms"] = style.marker_size * 0.8
     (line,) = ax.plot(xs, ys, label=s.label, **kw)
     line.set_gid(gid)
-
-
-_SUPERSCRIPT: Final = str.maketrans(
-    "-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079"
-)
-
-
-def _decade_label(v: float, _pos: object = None) -> str:
-    """A log axis' tick label: a power of ten as 10 with a superscript exponent (10⁻⁵) in
-    plain text, where matplotlib's default writes mathtext, whose parser cost more than
-    drawing the panel; any other value as a number."""
-    if v > 0:
-        k = round(math.log10(v))
-        if math.isclose(v, 10.0**k, rel_tol=1e-9):
-            return "10" + str(k).translate(_SUPERSCRIPT)
-    return format_number(v, 2)
 
 
 def _minor_marks(ax: Axes, axis: Any) -> None:

@@ -6,19 +6,20 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd  # type: ignore[import-untyped]
-from matplotlib.figure import Figure
 
 from ..errors import ScenarioError
 from ..study.store import Store
 from .chart import Chart
 from .charts import series_chart, shares_chart, summary_chart, supported
-from .draw import render, save, to_svg
 from .plotspecs import PLOTS, SAVE_FORMATS, PlotSpec
 from .study_view import Selection, StudyView, view_of
 from .style import Style, make_style
+
+if TYPE_CHECKING:  # matplotlib only where a figure is drawn with it, not for reports
+    from matplotlib.figure import Figure
 
 
 def _info(runs: pd.DataFrame, store: Store) -> Mapping[str, Any]:
@@ -78,6 +79,8 @@ def figure(
     *,
     caption: bool | None = None,
 ) -> Figure:
+    from .draw import render
+
     return render(chart(name, runs, store, selection), style or make_style(), caption=caption)
 
 
@@ -95,7 +98,4 @@ __all__ = [
     "available",
     "chart",
     "figure",
-    "render",
-    "save",
-    "to_svg",
 ]

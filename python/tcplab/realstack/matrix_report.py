@@ -1,7 +1,7 @@
 """The agreement matrix as a console table, a Markdown table (DIR/matrix.md, to paste into
 the README) and a self-contained HTML report (DIR/matrix.html: the table, then per cell the
 per-seed values and a figure of the per-second cwnd and goodput of both sides, one column
-per seed). Figures are drawn with matplotlib and inlined as SVG through `plots.to_svg`, and
+per seed). Figures are drawn with matplotlib and inlined as SVG through `draw.to_svg`, and
 the page carries `report`'s style and figure check, like the study reports.
 """
 
@@ -266,7 +266,7 @@ def _seed_rows(row: MatrixRow) -> list[list[str]]:
 
 def build_html(summary: MatrixSummary) -> str:
     from .. import __version__
-    from ..present.plots import to_svg
+    from ..present.draw import to_svg
     from ..present.report import CHECK_JS, CSS
 
     parts = [
