@@ -79,6 +79,11 @@ fn slot_index(slot: TimerSlot) -> usize {
     }
 }
 
+/// Up to this many links, the event loop takes them to be in the CPU's caches and asks
+/// for no link ahead of a delivery (`Simulation::prefetch_ahead`): 64 link directions of
+/// 448 bytes fill most of a 32 KiB first-level cache.
+const LINKS_KEPT_IN_CACHE: usize = 64;
+
 /// Packet accounting for the conservation checks.
 #[derive(Debug, Clone, Default)]
 pub struct PacketCounters {
@@ -556,6 +561,7 @@ impl Simulation {
     fn link_deliver(&mut self, now: SimTime, link_id: u32) {
         let (idx, next) = self.topo.links[link_id as usize].pop();
         if let Some(t) = next {
+            self.prefetch_ahead(link_id);
             self.queue.schedule(t, Event::LinkDeliver { link: link_id });
         }
         if let Some(t) = self.tracer.as_deref_mut() {
@@ -591,6 +597,31 @@ impl Simulation {
             }
             Dest::Cross { source } => self.cross[source as usize].on_delivered(&p),
             Dest::CrossConn { conn, side } => self.cross_deliver(now, conn, side, &p),
+        }
+    }
+
+    /// Warm the caches for the next deliveries of `link_id` (`engine::cache`). With few
+    /// links (a handful of flows) they stay in the caches, and only the head of the packet
+    /// delivered next is asked for. With many, the head of the packet after next is, and
+    /// the link the next packet goes on to: its head was asked for one delivery ago, so
+    /// reading where it goes costs no wait. (On a GEO dumbbell the second form's extra
+    /// instructions cost more than they saved; with 1,000 flows it took 12 % off a run.)
+    #[inline]
+    fn prefetch_ahead(&self, link_id: u32) {
+        let mut ahead = self.topo.links[link_id as usize].next_arrivals();
+        let Some(next) = ahead.next() else { return };
+        if self.topo.links.len() <= LINKS_KEPT_IN_CACHE {
+            self.pool.prefetch(next);
+            return;
+        }
+        let p = self.pool.get(next);
+        let hop = p.hop + 1;
+        if (hop as u32) < self.topo.routes[p.route as usize].len {
+            let link = self.topo.route_link(p.route, hop);
+            crate::engine::cache::prefetch(&self.topo.links[link as usize]);
+        }
+        if let Some(after) = ahead.next() {
+            self.pool.prefetch(after);
         }
     }
 
