@@ -8,27 +8,30 @@
 //! program computes: a CPU may ignore it, and on architectures other than x86-64 it is
 //! nothing.
 
-/// Cache lines fetched at most for one value (a link direction, 448 bytes, spans seven or
-/// eight).
-const MAX_LINES: usize = 8;
 const LINE_BYTES: usize = 64;
 
-/// Ask for the cache lines of `value` (up to `MAX_LINES` of them) without waiting.
+/// Ask for the cache lines of `value` without waiting for them.
 #[inline(always)]
 pub fn prefetch<T>(value: &T) {
+    prefetch_bytes(value, std::mem::size_of::<T>());
+}
+
+/// Ask for the cache lines of the first `bytes` bytes of `value` (at most its size).
+#[inline(always)]
+pub fn prefetch_bytes<T>(value: &T, bytes: usize) {
     #[cfg(target_arch = "x86_64")]
     {
         let start: *const T = value;
-        let lines = std::mem::size_of::<T>().div_ceil(LINE_BYTES).min(MAX_LINES);
+        let lines = bytes.min(std::mem::size_of::<T>()).div_ceil(LINE_BYTES);
         for line in 0..lines {
             let at = start.cast::<i8>().wrapping_add(line * LINE_BYTES);
             // SAFETY: a prefetch neither faults nor writes, whatever the address (here one
-            // inside or just past a live value); `sse` is part of every x86-64 target.
+            // inside a live value); `sse` is part of every x86-64 target.
             unsafe {
                 std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(at);
             }
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = value;
+    let _ = (value, bytes);
 }

@@ -183,6 +183,8 @@ pub struct Link {
     pub errors: ErrorModel,
     /// ECN marking threshold (packets waiting), if the queue marks.
     pub ecn_threshold_pkts: Option<u64>,
+    /// (wire bytes, rate, serialization time) of the last packet served analytically.
+    last_serialization: (u32, u64, SimDuration),
     /// Start-of-service times (and sizes) of packets waiting in the queue, oldest first.
     waiting: VecDeque<(SimTime, u32)>,
     /// Packets propagating or in service, with their arrival times (non-decreasing).
@@ -190,9 +192,11 @@ pub struct Link {
     pub stats: LinkStats,
     rng: SimRng,
     pub name: String,
-    /// (wire bytes, rate, serialization time) of the last packet served analytically.
-    last_serialization: (u32, u64, SimDuration),
 }
+
+/// Bytes of `Link` a plain DropTail hop reads: everything up to the packet and byte
+/// counters of `stats` (the queue statistics only change when a packet has to wait).
+const HOT_BYTES: usize = std::mem::offset_of!(Link, stats) + 2 * std::mem::size_of::<u64>();
 
 /// Name of the random substream `what` (`errors`, `loss`, `red`) of link direction `link`.
 /// The real-stack emulator draws from the same streams, so with the same seed it drops the
@@ -665,10 +669,16 @@ impl Link {
         (pkt, self.pipeline.front().map(|&(t, _)| t))
     }
 
-    /// The packets that arrive next at the far end (their handles), in order.
+    /// Ask for the cache lines a hop through this link reads first (`engine::cache`).
+    #[inline(always)]
+    pub fn prefetch(&self) {
+        crate::engine::cache::prefetch_bytes(self, HOT_BYTES);
+    }
+
+    /// The packet that arrives `k`-th from now at the far end (0: the next one), if any.
     #[inline]
-    pub fn next_arrivals(&self) -> impl Iterator<Item = u32> + '_ {
-        self.pipeline.iter().map(|&(_, p)| p)
+    pub fn arrival_ahead(&self, k: usize) -> Option<u32> {
+        self.pipeline.get(k).map(|&(_, p)| p)
     }
 
     /// Bring the queue statistics up to `now` (for interval sampling and the final report).
@@ -715,6 +725,15 @@ mod tests {
             ErrorModel::default(),
             SimRng::substream(1, "t"),
         )
+    }
+
+    #[test]
+    fn a_droptail_hop_reads_the_first_three_cache_lines_of_its_link() {
+        assert_eq!(std::mem::align_of::<Link>(), 64);
+        assert!(
+            HOT_BYTES <= 3 * 64,
+            "a DropTail hop reads {HOT_BYTES} bytes"
+        );
     }
 
     #[test]
