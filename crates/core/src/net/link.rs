@@ -183,8 +183,6 @@ pub struct Link {
     pub errors: ErrorModel,
     /// ECN marking threshold (packets waiting), if the queue marks.
     pub ecn_threshold_pkts: Option<u64>,
-    /// (wire bytes, rate, serialization time) of the last packet served analytically.
-    last_serialization: (u32, u64, SimDuration),
     /// Start-of-service times (and sizes) of packets waiting in the queue, oldest first.
     waiting: VecDeque<(SimTime, u32)>,
     /// Packets propagating or in service, with their arrival times (non-decreasing).
@@ -193,12 +191,6 @@ pub struct Link {
     rng: SimRng,
     pub name: String,
 }
-
-/// Bytes of `Link` a plain DropTail hop reads: everything up to the packet and byte
-/// counters of `stats` (the queue statistics only change when a packet has to wait).
-const HOT_BYTES: usize = std::mem::offset_of!(Link, stats) + 2 * std::mem::size_of::<u64>();
-// The layout `Link` documents: a DropTail hop reads three whole cache lines.
-const _: () = assert!(std::mem::align_of::<Link>() == 64 && HOT_BYTES <= 3 * 64);
 
 /// Name of the random substream `what` (`errors`, `loss`, `red`) of link direction `link`.
 /// The real-stack emulator draws from the same streams, so with the same seed it drops the
@@ -230,7 +222,6 @@ impl Link {
             pipeline: VecDeque::new(),
             stats: LinkStats::default(),
             model: None,
-            last_serialization: (0, 0, SimDuration::ZERO),
         }
     }
 
@@ -378,7 +369,7 @@ impl Link {
         } else {
             now
         };
-        let end = start + self.serialization(wire_bytes);
+        let end = start + serialization_time(wire_bytes as u64, self.rate_bps);
         self.busy_until = end;
         self.enter_service(now, start, wire_bytes, ce);
         if !self.errors.is_lossless() {
@@ -392,20 +383,6 @@ impl Link {
             at: end + self.delay,
             ce,
         }
-    }
-
-    /// Serialization time of `wire_bytes` at the nominal rate. Most packets of a link have
-    /// the size of the one before (full segments one way, ACKs the other), so the last
-    /// size's time is kept and the 64-bit division, a tenth of an analytic hop, is skipped.
-    #[inline]
-    fn serialization(&mut self, wire_bytes: u32) -> SimDuration {
-        let (bytes, rate, time) = self.last_serialization;
-        if bytes == wire_bytes && rate == self.rate_bps {
-            return time;
-        }
-        let time = serialization_time(wire_bytes as u64, self.rate_bps);
-        self.last_serialization = (wire_bytes, self.rate_bps, time);
-        time
     }
 
     /// An analytic link admitted a packet of `wire_bytes` at `now` whose service starts at
@@ -669,18 +646,6 @@ impl Link {
             .pop_front()
             .expect("delivery from an empty link");
         (pkt, self.pipeline.front().map(|&(t, _)| t))
-    }
-
-    /// Ask for the cache lines a hop through this link reads first (`engine::cache`).
-    #[inline(always)]
-    pub fn prefetch(&self) {
-        crate::engine::cache::prefetch_bytes(self, HOT_BYTES);
-    }
-
-    /// The packet that arrives `k`-th from now at the far end (0: the next one), if any.
-    #[inline]
-    pub fn arrival_ahead(&self, k: usize) -> Option<u32> {
-        self.pipeline.get(k).map(|&(_, p)| p)
     }
 
     /// Bring the queue statistics up to `now` (for interval sampling and the final report).
