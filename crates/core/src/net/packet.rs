@@ -215,6 +215,14 @@ impl PacketPool {
         &mut self.heads[i as usize]
     }
 
+    /// Ask for packet `i`'s head ahead of its delivery (`engine::cache`).
+    #[inline(always)]
+    pub fn prefetch(&self, i: u32) {
+        if let Some(head) = self.heads.get(i as usize) {
+            crate::engine::cache::prefetch(head);
+        }
+    }
+
     /// Release a handle and take the packet out.
     #[inline]
     pub fn take(&mut self, i: u32) -> Packet {
