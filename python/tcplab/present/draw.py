@@ -26,7 +26,15 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 from ..errors import ScenarioError
 from .chart import Chart, Panel, Point, Series
 from .labels import format_number
-from .layout import LEGEND_CHARS, MARKS_PER_LINE, decade_label, grid, legend_columns, legend_entries
+from .layout import (
+    LEGEND_CHARS,
+    MARKS_PER_LINE,
+    decade_label,
+    grid,
+    legend_columns,
+    legend_entries,
+    zero_break_decades,
+)
 from .plotspecs import check_figure_path
 from .style import HATCHES, Style
 
@@ -298,11 +306,7 @@ def _zero_break(ax: Axes, panel: Panel, style: Style) -> None:
     mark (//) on the x axis between them."""
     zero = panel.zero_at
     assert zero is not None
-    xs = sorted({float(p.x) for s in panel.series for p in s.points if float(p.x) > 0})
-    low, high = xs[0], xs[-1]
-    first = math.floor(math.log10(low) + 1e-9)
-    last = math.ceil(math.log10(high) - 1e-9)
-    decades = [10.0**k for k in range(first, last + 1) if low / 1.5 <= 10.0**k <= high * 1.5]
+    decades, low, high = zero_break_decades(panel)
     ticks = [zero, *decades]
     ax.set_xlim(zero / 2.5, high * 2.0)
     ax.xaxis.set_major_locator(FixedLocator(ticks))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Final
 
-from .chart import Chart
+from .chart import Chart, Panel
 from .labels import format_number
 from .style import Style
 
@@ -67,3 +67,17 @@ def decade_label(v: float, _pos: object = None) -> str:
         if math.isclose(v, 10.0**k, rel_tol=1e-9):
             return "10" + str(k).translate(_SUPERSCRIPT)
     return format_number(v, 2)
+
+
+def zero_break_decades(panel: Panel) -> tuple[list[float], float, float]:
+    """The decade ticks right of a log axis' zero break (from the smallest positive x on,
+    within half a decade of the data), and the smallest and largest positive x."""
+    xs = sorted({float(p.x) for s in panel.series for p in s.points if float(p.x) > 0})
+    low, high = xs[0], xs[-1]
+    first = math.floor(math.log10(low) + 1e-9)
+    last = math.ceil(math.log10(high) - 1e-9)
+    return (
+        [10.0**k for k in range(first, last + 1) if low / 1.5 <= 10.0**k <= high * 1.5],
+        low,
+        high,
+    )

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from .chart import Chart, Panel, Point, Series
 from .labels import format_number
-from .layout import MARKS_PER_LINE, grid, legend_columns
+from .layout import MARKS_PER_LINE, grid, legend_columns, zero_break_decades
 from .style import HATCHES, Style
 from .svg_axes import (
     Scale,
@@ -144,11 +144,7 @@ def _zero_break_ticks(panel: Panel) -> Ticks:
     """ "0" at the zero position, then the decades from the smallest positive x on."""
     zero = panel.zero_at
     assert zero is not None
-    xs = sorted({float(p.x) for s in panel.series for p in s.points if float(p.x) > 0})
-    low, high = xs[0], xs[-1]
-    first = math.floor(math.log10(low) + 1e-9)
-    last = math.ceil(math.log10(high) - 1e-9)
-    decades = [10.0**k for k in range(first, last + 1) if low / 1.5 <= 10.0**k <= high * 1.5]
+    decades, _, _ = zero_break_decades(panel)
     # written as numbers, as the saved figures write them
     labels = [format_number(d, 2) for d in decades]
     return Ticks([zero, *decades], ["0", *labels])
