@@ -32,7 +32,7 @@ from .labels import KeyLabel, format_value
 from .plots import PLOTS, chart
 from .study_view import StudyView, view_of
 from .style import make_style
-from .svg_pool import Drawer
+from .svg_pool import svg_of
 from .tables import Interval, decimals, fixed
 
 #: The reports' style sheet (the kernel agreement matrix's page uses it too).
@@ -227,22 +227,22 @@ def _section(
     style = make_style("web")
     reruns: dict[str, Any] = {}  # the representative run, simulated again for its packets
     figures: list[tuple[str, Chart | str]] = []  # a chart to draw, or why it is not drawn
-    with Drawer(style) as drawer:
-        try:
-            for name in plots or [n for n, spec in PLOTS.items() if supported(spec, view)]:
-                try:
-                    made = chart(name, runs, store, view=view, reruns=reruns)
-                except ScenarioError as exc:
-                    if PLOTS[name].kind != "trace":
-                        raise
-                    figures.append((name, str(exc)))
-                    continue
-                figures.append((name, made))
-                drawer.add(made)  # drawn by a worker while the next chart's data is read
-        finally:
-            for rerun in reruns.values():
-                rerun.close()
-        svgs = iter(drawer.svgs())
+    svgs: list[str] = []
+    try:
+        for name in plots or [n for n, spec in PLOTS.items() if supported(spec, view)]:
+            try:
+                made = chart(name, runs, store, view=view, reruns=reruns)
+            except ScenarioError as exc:
+                if PLOTS[name].kind != "trace":
+                    raise
+                figures.append((name, str(exc)))
+                continue
+            figures.append((name, made))
+            svgs.append(svg_of(made, style))
+    finally:
+        for rerun in reruns.values():
+            rerun.close()
+    drawn = iter(svgs)
     for name, c in figures:
         if not isinstance(c, Chart):
             out.append(
@@ -252,7 +252,7 @@ def _section(
             continue
         anchor = html.escape(f"fig-{study}-{name}")
         out.append(
-            f"<figure class='fig' id='{anchor}' data-kind='{html.escape(name)}'>{next(svgs)}"
+            f"<figure class='fig' id='{anchor}' data-kind='{html.escape(name)}'>{next(drawn)}"
             f"<figcaption><b>{html.escape(c.title)}.</b> {html.escape(c.caption)}"
             "</figcaption></figure>"
         )
