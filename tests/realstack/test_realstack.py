@@ -662,6 +662,10 @@ DELAY_TOLERANCE_NS = 1 * MS
 DELAY_P99_EXCESS_NS = 10 * MS
 
 
+#: Marked quiet: the bounds hold for an emulator (and probe sender) that get a core when they
+#: wake. Beside the simulator's tests, even at nice 19, one CI run's 100 Mbit/s point lost
+#: 5.2 % of its rate: a stall longer than the 100-packet queue's 12 ms leaves the link idle.
+@pytest.mark.quiet
 @needs_realstack
 def test_emulator_holds_rate_delay_and_loss() -> None:
     report = calibrate(EmulateOptions(), seconds=2.0, loss_packets=20_000)
