@@ -101,7 +101,7 @@ demo: build
 test: venv
 	$(MAKE) --no-print-directory -j3 --output-sync=target build-ext build-tools system-deps
 	$(MAKE) --no-print-directory -j2 --output-sync=target BUILT=1 test-rust dist docs lint
-	$(MAKE) --no-print-directory -j2 --output-sync=target BUILT=1 test-py
+	$(MAKE) --no-print-directory BUILT=1 test-py
 
 # `build` as a prerequisite, unless a `make test` already built (BUILT=1)
 BUILD := $(if $(BUILT),,build)

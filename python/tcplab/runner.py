@@ -39,12 +39,11 @@ from .files import disk_full, is_disk_full
 from .processes import usable_cpus
 from .results.parse import RunResult
 from .results.provenance import RunProvenance, git_commit, utc_now
-from .scenario.load import Overrides, ScenarioSource, load_scenario, override_pairs
-from .scenario.model import Scenario
-from .scenario.normalize import normalize
 
 if TYPE_CHECKING:
     from ._core import Cancel
+    from .scenario.load import Overrides, ScenarioSource
+    from .scenario.model import Scenario
     from .trace.request import Prepared, Trace
 
 #: `series` value: the samples stay in the result (`RunResult.series_frame()`).
@@ -84,6 +83,10 @@ def run(
     The result's fields name their units (`goodput_bps`, `rtt.mean_ns`, `final_cwnd_bytes`);
     `RunResult.to_json_dict()` is what `tcplab run --json` prints (ms and s for people).
     """
+    # The scenario model (pydantic) loads here, not with the module: running a stored,
+    # already normalized scenario (a report's packet-level figures) does not need it.
+    from .scenario.load import load_scenario, override_pairs
+
     pairs: list[tuple[str, Any]] = override_pairs(overrides)
     if seed is not None:
         pairs.append(("seed", seed))
@@ -105,6 +108,8 @@ def run_scenario(
     progress: Progress | None = None,
 ) -> RunResult:
     """Run an already validated scenario; wall time is measured around the core call only."""
+    from .scenario.normalize import normalize
+
     return run_normalized(
         normalize(scenario),
         series=series,
@@ -242,7 +247,7 @@ def run_normalized(
 
 
 def _prepare_trace(normalized: Mapping[str, Any], trace: Trace) -> Prepared:
-    from .scenario.normalize import scenario_hash
+    from .scenario.identity import scenario_hash
     from .scenario.topology import segments
     from .trace.request import prepare
 

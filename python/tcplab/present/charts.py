@@ -16,8 +16,8 @@ the caption; multi-flow runs show every flow.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Final
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
 
 import pandas as pd  # type: ignore[import-untyped]
 
@@ -77,7 +77,7 @@ def _grid(view: StudyView, spec: PlotSpec) -> pd.DataFrame:
     return agg
 
 
-def _bounds(spec: PlotSpec, row: pd.Series) -> tuple[float, float]:
+def _bounds(spec: PlotSpec, row: Mapping[str, Any]) -> tuple[float, float]:
     """The values the plotted metric can take at one grid point, in axis units."""
     metric = METRIC_BY_NAME.get(spec.column)
     low, high = (metric.low, metric.high) if metric else (-math.inf, math.inf)
@@ -86,7 +86,7 @@ def _bounds(spec: PlotSpec, row: pd.Series) -> tuple[float, float]:
     return low * spec.scale, high * spec.scale
 
 
-def _point(spec: PlotSpec, row: pd.Series, x: float | str) -> Point:
+def _point(spec: PlotSpec, row: Mapping[str, Any], x: float | str) -> Point:
     col = spec.column
     mean = float(row[f"{col}_mean"]) * spec.scale
     low, high = _bounds(spec, row)
@@ -189,7 +189,9 @@ def _lines(spec: PlotSpec, view: StudyView, agg: pd.DataFrame) -> Chart:
         )
         for label, g in sub.groupby(LINE, sort=True):
             g = g.sort_values(x)
-            points = [_point(spec, r, float(r[x]) * xlab.factor) for _, r in g.iterrows()]
+            points = [
+                _point(spec, r, float(r[x]) * xlab.factor) for r in g.to_dict("records")
+            ]
             look = looks.get(str(label)) or line_style(0)
             panel.series.append(Series(str(label), look, points))
         if spec.reference and spec.reference in sub and not view.multi_flow:

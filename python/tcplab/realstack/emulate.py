@@ -228,7 +228,7 @@ def emulate_normalized(
 
 
 def _capture_comment(normalized: Mapping[str, Any], link: str) -> str:
-    from ..scenario.normalize import scenario_hash
+    from ..scenario.identity import scenario_hash
 
     return (
         f"tcplab emulation of scenario {normalized.get('name', '')!r} on Linux "

@@ -680,7 +680,7 @@ class RunResult:
 
     @property
     def scenario_hash(self) -> str:
-        from ..scenario.normalize import scenario_hash
+        from ..scenario.identity import scenario_hash
 
         return scenario_hash(self.scenario)
 

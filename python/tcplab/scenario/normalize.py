@@ -12,10 +12,8 @@ hash (and a results database's record of it) stays the same, and older cores sti
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
-from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any, Final
 
@@ -350,13 +348,3 @@ def cross_json(cross: CrossSpec) -> dict[str, Any]:
 def normalized_json(scenario: Scenario, *, indent: int | None = None) -> str:
     """`normalize` as JSON text (what `_core.run_json` receives)."""
     return json.dumps(normalize(scenario), indent=indent)
-
-
-def scenario_hash(normalized: Mapping[str, Any]) -> str:
-    """Hex digest of the whole normalized scenario (overrides applied) except its seed and
-    name: the seed is the other half of a run's key, and the name does not change a number,
-    so renaming a scenario or study keeps its results. With the seed and the simulator's
-    model version it identifies a run (docs/results.md "Identity")."""
-    body = {k: v for k, v in normalized.items() if k not in ("seed", "name")}
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()[:24]

@@ -43,10 +43,10 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ScenarioError, field_error, overridden_key
 from ..files import MAX_SCENARIO_FILE_BYTES, read_text
 from ..input_limits import MAX_POINTS, MAX_REPETITIONS
+from ..scenario.identity import scenario_hash as scenario_hash
 from ..scenario.load import load_scenario, read_toml
 from ..scenario.model import Scenario
 from ..scenario.normalize import normalize
-from ..scenario.normalize import scenario_hash as scenario_hash
 from .paper import Paper
 
 if TYPE_CHECKING:

@@ -2,7 +2,7 @@
 
 Identity (docs/results.md):
 - A **run** is keyed by `run_id` = `<scenario_hash>-<seed>-m<model_version>`: the hash of the
-  whole normalized scenario after overrides (`normalize.scenario_hash`), the seed, and the
+  whole normalized scenario after overrides (`identity.scenario_hash`), the seed, and the
   simulator's `MODEL_VERSION`. A run is reused only when all three match, so after a change
   of the simulator's numbers nothing old counts as "already stored". Runs stored before
   model versions existed have `model_version` NULL (`...-unknown` ids) and are never reused.

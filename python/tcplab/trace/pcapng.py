@@ -6,12 +6,12 @@ as tcpdump does. Only what the time-sequence view needs is decoded: IPv4 and TCP
 
 from __future__ import annotations
 
+import mmap
 import os
 import struct
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import BinaryIO, Final
+from typing import Final, NamedTuple
 
 from ..errors import ScenarioError
 
@@ -25,8 +25,14 @@ _PCAP_MAGIC: Final = {
 }
 
 
-@dataclass(frozen=True)
-class Frame:
+#: IPv4 header: version/IHL, total length, identification, protocol, addresses.
+_IP4: Final = struct.Struct("!BxHH3xB2x4s4s")
+#: TCP header up to the window.
+_TCP: Final = struct.Struct("!HHIIBBH")
+_TWO_WORDS: Final = struct.Struct("!II")
+
+
+class Frame(NamedTuple):
     """One captured frame: time (ns since the epoch of the capture), its link type, the bytes
     kept, its length on the wire and its direction at the capture point (pcapng `epb_flags`:
     1 inbound, 2 outbound, 0 unknown)."""
@@ -38,8 +44,7 @@ class Frame:
     direction: int = 0
 
 
-@dataclass(frozen=True)
-class Segment:
+class Segment(NamedTuple):
     """A TCP segment's header fields (IPv4)."""
 
     t_ns: int
@@ -57,116 +62,138 @@ class Segment:
     wscale: int | None
 
 
-class _Reader:
-    def __init__(self, f: BinaryIO, path: Path) -> None:
-        self.f = f
-        self.path = path
-
-    def read(self, n: int) -> bytes:
-        b = self.f.read(n)
-        if len(b) < n:
-            raise EOFError
-        return b
-
-    def bad(self, why: str) -> ScenarioError:
-        return ScenarioError(f"{self.path}: not a readable capture ({why})")
-
-
 def _tsresol_ns(value: int) -> float:
     """ns per tick of `if_tsresol` (high bit: a power of 2, else of 10)."""
     base = 2.0 if value & 0x80 else 10.0
     return 1e9 / base ** (value & 0x7F)
 
 
-def _options(body: bytes, start: int, order: str) -> Iterator[tuple[int, bytes]]:
+def _options(buf: mmap.mmap, start: int, stop: int, order: str) -> Iterator[tuple[int, bytes]]:
     i = start
-    while i + 4 <= len(body):
-        code, length = struct.unpack_from(order + "HH", body, i)
+    while i + 4 <= stop:
+        code, length = struct.unpack_from(order + "HH", buf, i)
         if code == 0:
             return
-        yield code, body[i + 4 : i + 4 + length]
+        yield code, bytes(buf[i + 4 : min(i + 4 + length, stop)])
         i += 4 + (length + 3) // 4 * 4
 
 
-def _pcapng(r: _Reader) -> Iterator[Frame]:
+class _Truncated(Exception):
+    pass
+
+
+def _pcapng(buf: mmap.mmap, bad: Callable[[str], ScenarioError]) -> Iterator[Frame]:
+    # The file is mapped, not read block by block: a frame costs a few unpacks and one copy
+    # of its bytes.
     order = "<"
     interfaces: list[tuple[int, float]] = []
-    while True:
-        try:
-            head = r.read(8)
-        except EOFError:
-            return
-        if head[:4] == b"\x0a\x0d\x0d\x0a":
-            magic = r.read(4)
-            order = "<" if magic == b"\x4d\x3c\x2b\x1a" else ">"
-            length = struct.unpack(order + "I", head[4:])[0]
-            r.read(length - 12)
+    size = len(buf)
+    i = 0
+    # Fewer bytes than a block header after the last block end the file, as a capture still
+    # being written leaves it.
+    while i + 8 <= size:
+        if buf[i : i + 4] == b"\x0a\x0d\x0d\x0a":
+            if i + 12 > size:
+                raise _Truncated
+            order = "<" if buf[i + 8 : i + 12] == b"\x4d\x3c\x2b\x1a" else ">"
+            length = struct.unpack_from(order + "I", buf, i + 4)[0]
+            if length < 28 or length % 4:
+                raise bad(f"block length {length}")
+            if i + length > size:
+                raise _Truncated
+            i += length
             interfaces = []
             continue
-        kind, length = struct.unpack(order + "II", head)
+        kind, length = struct.unpack_from(order + "II", buf, i)
         if length < 12 or length % 4:
-            raise r.bad(f"block length {length}")
-        body = r.read(length - 8)[:-4]
-        if kind == 1:  # interface description
-            linktype = struct.unpack_from(order + "H", body, 0)[0]
+            raise bad(f"block length {length}")
+        if i + length > size:
+            raise _Truncated
+        body, stop = i + 8, i + length - 4
+        if kind == 6:  # enhanced packet
+            if body + 20 > stop:
+                raise _Truncated
+            iface, hi, lo, cap, orig = struct.unpack_from(order + "IIIII", buf, body)
+            if iface >= len(interfaces):
+                raise bad(f"packet of undeclared interface {iface}")
+            linktype, resol = interfaces[iface]
+            data_at = body + 20
+            if data_at + cap > stop:
+                raise _Truncated
+            direction = 0
+            opts = data_at + (cap + 3) // 4 * 4
+            if opts + 4 <= stop:
+                code, olen = struct.unpack_from(order + "HH", buf, opts)
+                if code == 2 and olen == 4 and opts + 8 <= stop:  # epb_flags alone, as usual
+                    direction = struct.unpack_from(order + "I", buf, opts + 4)[0] & 3
+                else:
+                    for code, value in _options(buf, opts, stop, order):
+                        if code == 2 and len(value) == 4:
+                            direction = struct.unpack(order + "I", value)[0] & 3
+            ticks = (hi << 32) | lo
+            yield Frame(
+                round(ticks * resol), linktype, buf[data_at : data_at + cap], orig, direction
+            )
+        elif kind == 1:  # interface description
+            linktype = struct.unpack_from(order + "H", buf, body)[0]
             resol = 1_000.0  # default: µs
-            for code, value in _options(body, 8, order):
+            for code, value in _options(buf, body + 8, stop, order):
                 if code == 9 and value:
                     resol = _tsresol_ns(value[0])
             interfaces.append((linktype, resol))
-        elif kind == 6:  # enhanced packet
-            iface, hi, lo, cap, orig = struct.unpack_from(order + "IIIII", body, 0)
-            if iface >= len(interfaces):
-                raise r.bad(f"packet of undeclared interface {iface}")
-            linktype, resol = interfaces[iface]
-            direction = 0
-            for code, value in _options(body, 20 + (cap + 3) // 4 * 4, order):
-                if code == 2 and len(value) == 4:
-                    direction = struct.unpack(order + "I", value)[0] & 3
-            ticks = (hi << 32) | lo
-            yield Frame(round(ticks * resol), linktype, body[20 : 20 + cap], orig, direction)
         elif kind == 3 and interfaces:  # simple packet
-            orig = struct.unpack_from(order + "I", body, 0)[0]
-            yield Frame(0, interfaces[0][0], body[4:], orig)
+            orig = struct.unpack_from(order + "I", buf, body)[0]
+            yield Frame(0, interfaces[0][0], buf[body + 4 : stop], orig)
+        i += length
 
 
-def _pcap(r: _Reader, order: str, unit_ns: int, head: bytes) -> Iterator[Frame]:
-    linktype = struct.unpack_from(order + "I", head, 16)[0] & 0x0FFF_FFFF
-    while True:
-        try:
-            rec = r.read(16)
-        except EOFError:
-            return
-        sec, frac, cap, orig = struct.unpack(order + "IIII", rec)
-        yield Frame(sec * 1_000_000_000 + frac * unit_ns, linktype, r.read(cap), orig)
+def _pcap(buf: mmap.mmap, order: str, unit_ns: int) -> Iterator[Frame]:
+    linktype = struct.unpack_from(order + "I", buf, 20)[0] & 0x0FFF_FFFF
+    size = len(buf)
+    i = 24
+    while i + 16 <= size:
+        sec, frac, cap, orig = struct.unpack_from(order + "IIII", buf, i)
+        if i + 16 + cap > size:
+            raise _Truncated
+        yield Frame(
+            sec * 1_000_000_000 + frac * unit_ns, linktype, buf[i + 16 : i + 16 + cap], orig
+        )
+        i += 16 + cap
 
 
 def frames(path: str | os.PathLike[str]) -> Iterator[Frame]:
     """Every frame of a pcapng or pcap file, in file order."""
     p = Path(path)
+
+    def bad(why: str) -> ScenarioError:
+        return ScenarioError(f"{p}: not a readable capture ({why})")
+
     try:
         f = p.open("rb")
     except OSError as exc:
         raise ScenarioError(f"{p}: cannot read ({exc.strerror})") from None
     with f:
-        r = _Reader(f, p)
+        size = os.fstat(f.fileno()).st_size
+        if size < 24:
+            raise bad("too short")
         try:
-            head = r.read(24)
-        except EOFError:
-            raise r.bad("too short") from None
-        try:
-            if head[:4] == b"\x0a\x0d\x0d\x0a":
-                f.seek(0)
-                yield from _pcapng(r)
-            elif head[:4] in _PCAP_MAGIC:
-                order, unit = _PCAP_MAGIC[head[:4]]
-                yield from _pcap(r, order, unit, head)
-            else:
-                raise r.bad("unknown file format; allowed: pcapng, pcap")
-        except EOFError:
-            raise r.bad("truncated") from None
-        except struct.error as exc:
-            raise r.bad(str(exc)) from None
+            buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError) as exc:
+            raise ScenarioError(f"{p}: cannot read ({exc})") from None
+        with buf:
+            magic = buf[:4]
+            try:
+                if magic == b"\x0a\x0d\x0d\x0a":
+                    yield from _pcapng(buf, bad)
+                elif magic in _PCAP_MAGIC:
+                    order, unit = _PCAP_MAGIC[magic]
+                    yield from _pcap(buf, order, unit)
+                else:
+                    raise bad("unknown file format; allowed: pcapng, pcap")
+            except _Truncated:
+                raise bad("truncated") from None
+            except struct.error as exc:
+                raise bad(str(exc)) from None
 
 
 def tcp_segment(frame: Frame) -> Segment | None:
@@ -179,15 +206,14 @@ def tcp_segment(frame: Frame) -> Segment | None:
         return None
     if frame.linktype == 113 and d[14:16] != b"\x08\x00":
         return None
-    if d[off] >> 4 != 4 or d[off + 9] != 6:
+    vihl, total, ip_id, proto, src_ip, dst_ip = _IP4.unpack_from(d, off)
+    if vihl >> 4 != 4 or proto != 6:
         return None
-    ihl = (d[off] & 0x0F) * 4
-    total = struct.unpack_from("!H", d, off + 2)[0]
-    ip_id = struct.unpack_from("!H", d, off + 4)[0]
+    ihl = (vihl & 0x0F) * 4
     t = off + ihl
     if len(d) < t + 20:
         return None
-    sport, dport, seq, ack, hl, flags, window = struct.unpack_from("!HHIIBBH", d, t)
+    sport, dport, seq, ack, hl, flags, window = _TCP.unpack_from(d, t)
     thl = (hl >> 4) * 4
     sack: list[tuple[int, int]] = []
     tsval = tsecr = wscale = None
@@ -203,15 +229,15 @@ def tcp_segment(frame: Frame) -> Segment | None:
             break
         length = d[i + 1]
         if kind == 8 and length == 10 and i + 10 <= end:
-            tsval, tsecr = struct.unpack_from("!II", d, i + 2)
+            tsval, tsecr = _TWO_WORDS.unpack_from(d, i + 2)
         elif kind == 5 and i + length <= end:
             for b in range(i + 2, i + length - 7, 8):
-                sack.append(struct.unpack_from("!II", d, b))
+                sack.append(_TWO_WORDS.unpack_from(d, b))
         elif kind == 3 and length == 3 and i + 3 <= end:
             wscale = d[i + 2]
         i += length
-    src = (bytes(d[off + 12 : off + 16]), sport)
-    dst = (bytes(d[off + 16 : off + 20]), dport)
+    src = (src_ip, sport)
+    dst = (dst_ip, dport)
     return Segment(
         frame.t_ns,
         src,

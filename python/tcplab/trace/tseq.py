@@ -109,6 +109,39 @@ def _stream(path: Path, stream: int) -> Iterator[Segment]:
         )
 
 
+#: Segments of the first pass over the sender side kept for the second (about 200 bytes
+#: each): the window starts before the first retransmission that pass looks for.
+_HOLD_SEGMENTS: Final = 200_000
+
+
+class _Replay:
+    """One connection of a capture read twice but parsed once where it is small enough: the
+    first pass keeps what it reads; the second replays that and reads on from the file."""
+
+    def __init__(self, path: Path, stream: int) -> None:
+        self.path, self.stream = path, stream
+        self.held: list[Segment] = []
+        self.live = _stream(path, stream)
+        self.whole = True  # `held` is every segment the first pass read
+
+    def first(self) -> Iterator[Segment]:
+        for seg in self.live:
+            if self.whole:
+                if len(self.held) < _HOLD_SEGMENTS:
+                    self.held.append(seg)
+                else:
+                    self.whole = False
+                    self.held = []
+            yield seg
+
+    def again(self) -> Iterator[Segment]:
+        if not self.whole:
+            yield from _stream(self.path, self.stream)
+            return
+        yield from self.held
+        yield from self.live
+
+
 #: Segments looked at to tell the data sender (the side with more payload) from the receiver.
 _PROBE_SEGMENTS: Final = 200
 
@@ -124,10 +157,9 @@ class _Probe:
     first_original_ns: int | None
 
 
-def _probe(path: Path, stream: int, find_retrans: bool) -> _Probe:
+def _probe(it: Iterator[Segment], find_retrans: bool) -> _Probe:
     """Who sends the data, its first sequence number and the handshake's RTT; with
     `find_retrans`, when the first retransmission happened (the file is read that far)."""
-    it = _stream(path, stream)
     head = [s for _, s in zip(range(_PROBE_SEGMENTS), it, strict=False)]
     payload: Counter[tuple[bytes, int]] = Counter()
     for s in head:
@@ -193,8 +225,8 @@ def time_sequence(
     default window's, `default_window`, with round trips of `rtt_s` if given), with drops
     found in `receiver_side` if given. Only the window is held in memory: the files are
     read as they are."""
-    path = Path(sender_side)
-    probe = _probe(path, stream, None in window_ns)
+    replay = _Replay(Path(sender_side), stream)
+    probe = _probe(replay.first(), None in window_ns)
     start, end = default_window(probe, rtt_s)
     lo = window_ns[0] if window_ns[0] is not None else start
     hi = window_ns[1] if window_ns[1] is not None else end
@@ -203,7 +235,7 @@ def time_sequence(
     unwrap = _Unwrap(probe.base)
     highest = 0
     sent: list[tuple[int, int, int, int | None]] = []  # t_ns, seq, len, tsval (in the window)
-    for s in _stream(path, stream):
+    for s in replay.again():
         if s.src == ends.sender:
             if s.payload_bytes == 0:
                 continue
