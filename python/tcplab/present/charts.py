@@ -86,6 +86,13 @@ def _bounds(spec: PlotSpec, row: Mapping[str, Any]) -> tuple[float, float]:
     return low * spec.scale, high * spec.scale
 
 
+def _point_columns(spec: PlotSpec, agg: pd.DataFrame, *more: str) -> list[str]:
+    """The columns `_point` reads, and `more`, that `agg` has."""
+    col = spec.column
+    wanted = [f"{col}_{s}" for s in ("mean", "ci_low", "ci_high", "ci95")] + ["n", "rate_bps"]
+    return [c for c in dict.fromkeys([*wanted, *more]) if c in agg]
+
+
 def _point(spec: PlotSpec, row: Mapping[str, Any], x: float | str) -> Point:
     col = spec.column
     mean = float(row[f"{col}_mean"]) * spec.scale
@@ -177,6 +184,9 @@ def _lines(spec: PlotSpec, view: StudyView, agg: pd.DataFrame) -> Chart:
     logx = log_x(xs_all, x)
     zero_at = zero_position(xs_all) if logx else None
     looks = _styles(agg[LINE].unique().tolist(), view)
+    # A grid point's row is wide: its points read these columns as arrays once.
+    columns = {c: agg[c].to_numpy() for c in _point_columns(spec, agg, x)}
+    factor = xlab.factor
     panels: list[Panel] = []
     for variant in view.variants:
         sub = agg[agg["variant"].fillna("") == variant] if variant else agg
@@ -190,7 +200,8 @@ def _lines(spec: PlotSpec, view: StudyView, agg: pd.DataFrame) -> Chart:
         for label, g in sub.groupby(LINE, sort=True):
             g = g.sort_values(x)
             points = [
-                _point(spec, r, float(r[x]) * xlab.factor) for r in g.to_dict("records")
+                _point(spec, {c: columns[c][i] for c in columns}, float(columns[x][i]) * factor)
+                for i in agg.index.get_indexer(g.index)
             ]
             look = looks.get(str(label)) or line_style(0)
             panel.series.append(Series(str(label), look, points))

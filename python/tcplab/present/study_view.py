@@ -164,7 +164,12 @@ def view_of(runs: pd.DataFrame, info: Mapping[str, Any]) -> StudyView:
         ctx=ctx,
         definition=info.get("definition"),
     )
-    df[LINE] = [view.line_of(r) for r in df.to_dict("records")] if len(df) else []
+    # Only the columns a line label reads (the line keys and those they may refer to): the
+    # runs' table is wide, and converting all of it to rows cost more than the labels.
+    lines = axes.lines
+    read = [*lines, *(o for k in lines if (o := reference_of(k, ctx)) is not None)]
+    rows = df[[c for c in dict.fromkeys(read) if c in df]].to_dict("records")
+    df[LINE] = [view.line_of(r) for r in rows] if len(df) else []
     return view
 
 
