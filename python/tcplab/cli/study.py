@@ -671,8 +671,8 @@ def add_commands(sub: Any) -> None:
     pl.add_argument(
         "db",
         metavar="SOURCE",
-        help="a results .duckdb; for --kind tseq also a capture directory or .pcapng file, "
-        "for --kind cwnd-events an event log .parquet",
+        help="a results .duckdb; for --kind tseq also a capture directory or a .pcapng or "
+        ".pcap file, for --kind cwnd-events an event log .parquet",
     )
     _add_selection(pl)
     pl.add_argument("--kind", choices=tuple(PLOTS), default="goodput")
