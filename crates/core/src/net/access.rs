@@ -158,6 +158,12 @@ impl AccessLink {
         (pkt, Some(at[next as usize].arrive))
     }
 
+    /// Propagation delay.
+    #[inline]
+    pub fn delay(&self) -> SimDuration {
+        self.delay
+    }
+
     /// The first packet on the link, if any.
     #[inline]
     pub fn first(&self) -> Option<u32> {
