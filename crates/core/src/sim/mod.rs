@@ -653,10 +653,9 @@ impl Simulation {
     /// is the packet's last, also what the endpoint it reaches reads next: its sender or
     /// receiver (every ACK touches most of a sender's 18 cache lines) and the access link it
     /// answers on. (The second form costs more instructions, which a dumbbell of a few flows
-    /// does not win back; with 1,000 flows the link alone took 7-23 % off a run, the
-    /// endpoint and its answering link about 10 % more. Going two deliveries ahead instead of
-    /// one made no measurable difference, and asking for the whole connection, 31 lines,
-    /// stalled on the hints themselves.)
+    /// does not win back; with 1,000 flows the link alone took 7-23 % off a run. Going two
+    /// deliveries ahead instead of one made no measurable difference, and asking for the
+    /// whole connection, 31 lines, stalled on the hints themselves.)
     #[inline]
     fn prefetch_ahead(&self, link_id: u32) {
         // the pipeline first, in arrival order
