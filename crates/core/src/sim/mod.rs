@@ -607,6 +607,7 @@ impl Simulation {
         };
         if let Some(t) = next {
             self.prefetch_ahead(link_id);
+            self.prefetch_sender_segments(link_id, idx);
             self.queue.schedule(t, Event::LinkDeliver { link: link_id });
         }
         if let Some(t) = self.tracer.as_deref_mut() {
@@ -707,6 +708,36 @@ impl Simulation {
         }
         if let Some(after) = after {
             self.pool.prefetch(after);
+        }
+    }
+
+    /// Packet `idx` leaves long link `link_id` for the last hop to a Linux sender, which was
+    /// asked for one delivery ago (`prefetch_ahead`): ask for the scoreboard's first segments,
+    /// which the ACK will take off when it arrives (after that hop) and which were last
+    /// touched a round trip ago.
+    #[inline]
+    fn prefetch_sender_segments(&self, link_id: u32, idx: u32) {
+        if self.topo.links.len() <= LINKS_KEPT_IN_CACHE {
+            return;
+        }
+        let p = self.pool.get(idx);
+        let r = &self.topo.routes[p.route as usize];
+        if p.hop as u32 + 2 != r.len {
+            return;
+        }
+        let Dest::Conn {
+            conn,
+            side: Side::Sender,
+        } = r.dest
+        else {
+            return;
+        };
+        let long = match self.topo.access_index(link_id) {
+            Some(a) => self.topo.access[a].delay() >= COLD_AFTER,
+            None => self.topo.links[link_id as usize].delay >= COLD_AFTER,
+        };
+        if let (true, Some(s)) = (long, self.conns[conn as usize].sender.linux()) {
+            s.sb.prefetch_front(3);
         }
     }
 
