@@ -269,6 +269,11 @@ impl PacketPool {
     pub fn live(&self) -> usize {
         self.heads.len() - self.free.len()
     }
+
+    /// Handles given out so far (every handle is below this).
+    pub fn capacity(&self) -> usize {
+        self.heads.len()
+    }
 }
 
 #[cfg(test)]

@@ -8,10 +8,13 @@
 //! route is just the list of links a packet crosses and what it is delivered to.
 //!
 //! Link numbering: segment `s` has forward link `2s` and reverse link `2s + 1` (so the
-//! dumbbell's bottleneck is links 0 and 1), then four access links per flow.
+//! dumbbell's bottleneck is links 0 and 1), then four access links per flow. The event loop
+//! forwards over the access links with their compact twins in `Topology::access`
+//! (`net::access`); their `Link`s keep the names and configuration.
 use crate::engine::rng::SimRng;
 use crate::engine::time::SimDuration;
 use crate::limits::MAX_RATE_BPS;
+use crate::net::access::AccessLink;
 use crate::net::link::{stream_name, ErrorModel, Link, QueueLimit};
 use crate::net::wifi::WifiMedium;
 use crate::scenario::{AccessConfig, DirConfig, ScenarioConfig, SegmentConfig};
@@ -73,6 +76,10 @@ pub struct Route {
 #[derive(Debug)]
 pub struct Topology {
     pub links: Vec<Link>,
+    /// The flows' access links as the event loop forwards over them: link
+    /// `first_access + i` is `access[i]` (`Topology::access_index`).
+    pub access: Vec<AccessLink>,
+    pub first_access: u32,
     pub routes: Vec<Route>,
     /// The links of all routes, route after route (`Route::first`).
     route_links: Vec<u32>,
@@ -103,21 +110,25 @@ fn dir_link(name: &str, d: &DirConfig, seed: u64) -> Link {
     Link::from_config(name, d, seed)
 }
 
-fn access_link(name: String, a: &AccessConfig, host_side: bool, seed: u64) -> Link {
+/// An access link direction: its `Link` (name, configuration) and the compact twin the
+/// event loop forwards over, with the same rate, delay and queue limit (lossless, no ECN).
+fn access_link(name: String, a: &AccessConfig, host_side: bool, seed: u64) -> (Link, AccessLink) {
     let rng = SimRng::substream(seed, &stream_name(&name, "errors"));
-    let limit = match (a.queue_pkts, host_side) {
-        (Some(n), _) => QueueLimit::Packets(n.max(1)),
-        (None, true) => QueueLimit::Unlimited,
-        (None, false) => QueueLimit::Packets(ACCESS_QUEUE_PKTS),
+    let limit_pkts = match (a.queue_pkts, host_side) {
+        (Some(n), _) => Some(n.max(1)),
+        (None, true) => None,
+        (None, false) => Some(ACCESS_QUEUE_PKTS),
     };
-    Link::new(
+    let delay = SimDuration::from_ns(a.delay_ns);
+    let link = Link::new(
         name,
         a.rate_bps,
-        SimDuration::from_ns(a.delay_ns),
-        limit,
+        delay,
+        limit_pkts.map_or(QueueLimit::Unlimited, QueueLimit::Packets),
         ErrorModel::default(),
         rng,
-    )
+    );
+    (link, AccessLink::new(a.rate_bps, delay, limit_pkts))
 }
 
 /// The routes while they are built.
@@ -158,6 +169,13 @@ impl Topology {
         let r = &self.routes[route as usize];
         debug_assert!((hop as u32) < r.len);
         self.route_links[(r.first + hop as u32) as usize]
+    }
+
+    /// Where link `link` is in `access`, if it is a flow's access link.
+    #[inline]
+    pub fn access_index(&self, link: u32) -> Option<usize> {
+        let i = link.wrapping_sub(self.first_access) as usize;
+        (i < self.access.len()).then_some(i)
     }
 
     /// Route of data packets (sender → receiver) of connection `conn`.
@@ -212,17 +230,20 @@ impl Topology {
             };
             medium_of.extend([m, m]);
         }
+        let first_access = links.len() as u32;
+        let mut access_twins = Vec::with_capacity(4 * cfg.flows.len());
         for (i, f) in cfg.flows.iter().enumerate() {
             let a = f.access.unwrap_or(cfg.access);
-            links.push(access_link(format!("flow{i}.sender_up"), &a, true, seed));
-            links.push(access_link(
-                format!("flow{i}.receiver_down"),
-                &a,
-                false,
-                seed,
-            ));
-            links.push(access_link(format!("flow{i}.receiver_up"), &a, true, seed));
-            links.push(access_link(format!("flow{i}.sender_down"), &a, false, seed));
+            for (dir, host_side) in [
+                ("sender_up", true),
+                ("receiver_down", false),
+                ("receiver_up", true),
+                ("sender_down", false),
+            ] {
+                let (link, twin) = access_link(format!("flow{i}.{dir}"), &a, host_side, seed);
+                links.push(link);
+                access_twins.push(twin);
+            }
         }
         // TCP cross traffic's delay links (after every flow's, so no link number changes),
         // at the fastest rate a link may have: they delay, they do not queue.
@@ -324,6 +345,8 @@ impl Topology {
             bottleneck_fwd: segments.get(slowest).map_or(0, |s| s.1),
             bottleneck_rev: segments.get(slowest).map_or(1, |s| s.2),
             links,
+            access: access_twins,
+            first_access,
             routes: routes.routes,
             route_links: routes.links,
             segments,

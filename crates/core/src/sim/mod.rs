@@ -17,9 +17,10 @@ pub mod trace;
 
 use crate::app::cross::CrossSource;
 use crate::app::cross_tcp::TcpCross;
-use crate::engine::cache::prefetch_bytes;
+use crate::engine::cache::{prefetch, prefetch_bytes};
 use crate::engine::event::EventQueue;
 use crate::engine::time::{SimDuration, SimTime};
+use crate::net::access::{AccessLink, OnAccess};
 use crate::net::link::{Admission, Link, LinkOutput};
 use crate::net::packet::{flags as pflags, Packet, PacketKind, PacketPool};
 use crate::net::topology::{Dest, Topology, NO_MEDIUM};
@@ -82,7 +83,7 @@ fn slot_index(slot: TimerSlot) -> usize {
 
 /// Up to this many links, the event loop takes them to be in the CPU's caches and asks
 /// for no link ahead of a delivery (`Simulation::prefetch_ahead`): 64 link directions of
-/// 448 bytes fill most of a 32 KiB first-level cache.
+/// 384 bytes fill most of a 32 KiB first-level cache.
 const LINKS_KEPT_IN_CACHE: usize = 64;
 
 /// Links at least this long (propagation delay) get hints ahead of their deliveries
@@ -128,6 +129,8 @@ pub struct Simulation {
     wifi_out: Vec<WifiOutput>,
     pub series: SeriesRecorder,
     pub counters: PacketCounters,
+    /// Per packet handle: its place on the access link it is crossing (`net::access`).
+    on_access: Vec<OnAccess>,
     finished: bool,
     /// A streamed series failed: the run stops at once (`api` reports why).
     halted: bool,
@@ -196,6 +199,7 @@ impl Simulation {
             wifi_out: Vec::new(),
             series,
             counters: PacketCounters::default(),
+            on_access: Vec::new(),
             finished: false,
             halted: false,
             tracer: None,
@@ -418,6 +422,10 @@ impl Simulation {
         if let Some(t) = self.tracer.as_deref_mut() {
             t.ingress(now, link_id, idx, &self.pool);
         }
+        if let Some(a) = self.topo.access_index(link_id) {
+            self.forward_access(now, link_id, a, idx, wire);
+            return;
+        }
         if !self.topo.media.is_empty() && self.topo.medium_of[link_id as usize] != NO_MEDIUM {
             self.wifi_offer(now, link_id, idx, wire);
             return;
@@ -442,6 +450,27 @@ impl Simulation {
             | Admission::ErrorDrop
             | Admission::OutageDrop
             | Admission::AqmDrop => self.drop_packet(idx),
+        }
+    }
+
+    /// Offer packet `idx` to access link `link_id` (`Topology::access[a]`): what `forward`
+    /// does with a plain DropTail `Link`, on the compact state.
+    #[inline]
+    fn forward_access(&mut self, now: SimTime, link_id: u32, a: usize, idx: u32, wire: u32) {
+        if idx as usize >= self.on_access.len() {
+            self.on_access.resize(
+                self.pool.capacity().max(idx as usize + 1),
+                OnAccess::default(),
+            );
+        }
+        match self.topo.access[a].offer(now, idx, wire, &mut self.on_access) {
+            Some((at, first)) => {
+                if first {
+                    self.queue
+                        .schedule(at, Event::LinkDeliver { link: link_id });
+                }
+            }
+            None => self.drop_packet(idx),
         }
     }
 
@@ -572,9 +601,13 @@ impl Simulation {
     }
 
     fn link_deliver(&mut self, now: SimTime, link_id: u32) {
-        let (idx, next) = self.topo.links[link_id as usize].pop();
+        let (idx, next) = match self.topo.access_index(link_id) {
+            Some(a) => self.topo.access[a].pop(&self.on_access),
+            None => self.topo.links[link_id as usize].pop(),
+        };
         if let Some(t) = next {
             self.prefetch_ahead(link_id);
+            self.prefetch_sender_segments(link_id, idx);
             self.queue.schedule(t, Event::LinkDeliver { link: link_id });
         }
         if let Some(t) = self.tracer.as_deref_mut() {
@@ -617,31 +650,104 @@ impl Simulation {
     /// long link (`COLD_AFTER`). With few links (a handful of flows) the links stay in the
     /// caches, and only the head of the packet delivered next is asked for. With many, the
     /// head of the packet after next is, and the link the next packet goes on to: its head
-    /// was asked for one delivery ago, so reading where it goes costs no wait. (The second
-    /// form costs more instructions, which a dumbbell of a few flows does not win back; with
-    /// 1,000 flows it took 7-23 % off a run. Going two deliveries ahead instead of one, or
-    /// asking for the receiving endpoint's first lines, made no measurable difference.)
+    /// was asked for one delivery ago, so reading where it goes costs no wait. When that link
+    /// is the packet's last, also what the endpoint it reaches reads next: its sender or
+    /// receiver (every ACK touches most of a sender's 18 cache lines) and the access link it
+    /// answers on. (The second form costs more instructions, which a dumbbell of a few flows
+    /// does not win back; with 1,000 flows the link alone took 7-23 % off a run. Going two
+    /// deliveries ahead instead of one made no measurable difference, and asking for the
+    /// whole connection, 31 lines, stalled on the hints themselves.)
     #[inline]
     fn prefetch_ahead(&self, link_id: u32) {
-        let link = &self.topo.links[link_id as usize];
-        if link.delay < COLD_AFTER {
-            return;
-        }
         // the pipeline first, in arrival order
-        let mut ahead = link.in_flight();
-        let Some(next) = ahead.next() else { return };
+        let (next, after) = match self.topo.access_index(link_id) {
+            Some(a) => {
+                let link = &self.topo.access[a];
+                if link.delay() < COLD_AFTER {
+                    return;
+                }
+                let Some(next) = link.first() else { return };
+                (next, AccessLink::behind(next, &self.on_access))
+            }
+            None => {
+                let link = &self.topo.links[link_id as usize];
+                if link.delay < COLD_AFTER {
+                    return;
+                }
+                let mut ahead = link.in_flight();
+                let Some(next) = ahead.next() else { return };
+                (next, ahead.next())
+            }
+        };
         if self.topo.links.len() <= LINKS_KEPT_IN_CACHE {
             self.pool.prefetch(next);
             return;
         }
         let p = self.pool.get(next);
         let hop = p.hop + 1;
-        if (hop as u32) < self.topo.routes[p.route as usize].len {
-            let link = &self.topo.links[self.topo.route_link(p.route, hop) as usize];
-            prefetch_bytes(link, LINK_HOT_BYTES);
+        let r = &self.topo.routes[p.route as usize];
+        if (hop as u32) < r.len {
+            self.prefetch_link(self.topo.route_link(p.route, hop));
+            // its last hop: the endpoint it reaches answers on its own access link
+            if hop as u32 + 1 == r.len {
+                if let Dest::Conn { conn, side } = r.dest {
+                    let c = &self.conns[conn as usize];
+                    let back = match side {
+                        Side::Sender => {
+                            prefetch(&c.sender);
+                            Topology::data_route(conn)
+                        }
+                        Side::Receiver => {
+                            prefetch(&c.receiver);
+                            Topology::ack_route(conn)
+                        }
+                    };
+                    self.prefetch_link(self.topo.route_link(back, 0));
+                }
+            }
         }
-        if let Some(after) = ahead.next() {
+        if let Some(after) = after {
             self.pool.prefetch(after);
+        }
+    }
+
+    /// Packet `idx` leaves long link `link_id` for the last hop to a Linux sender, which was
+    /// asked for one delivery ago (`prefetch_ahead`): ask for the scoreboard's first segments,
+    /// which the ACK will take off when it arrives (after that hop) and which were last
+    /// touched a round trip ago.
+    #[inline]
+    fn prefetch_sender_segments(&self, link_id: u32, idx: u32) {
+        if self.topo.links.len() <= LINKS_KEPT_IN_CACHE {
+            return;
+        }
+        let p = self.pool.get(idx);
+        let r = &self.topo.routes[p.route as usize];
+        if p.hop as u32 + 2 != r.len {
+            return;
+        }
+        let Dest::Conn {
+            conn,
+            side: Side::Sender,
+        } = r.dest
+        else {
+            return;
+        };
+        let long = match self.topo.access_index(link_id) {
+            Some(a) => self.topo.access[a].delay() >= COLD_AFTER,
+            None => self.topo.links[link_id as usize].delay >= COLD_AFTER,
+        };
+        if let (true, Some(s)) = (long, self.conns[conn as usize].sender.linux()) {
+            s.sb.prefetch_front(3);
+        }
+    }
+
+    /// Ask for what a hop over `link_id` reads: an access link's line, or a `Link`'s first
+    /// three (`LINK_HOT_BYTES`).
+    #[inline]
+    fn prefetch_link(&self, link_id: u32) {
+        match self.topo.access_index(link_id) {
+            Some(a) => prefetch(&self.topo.access[a]),
+            None => prefetch_bytes(&self.topo.links[link_id as usize], LINK_HOT_BYTES),
         }
     }
 
@@ -681,7 +787,8 @@ impl Simulation {
             .links
             .iter()
             .map(|l| l.in_flight().count() as u64)
-            .sum();
+            .sum::<u64>()
+            + self.topo.access.iter().map(|a| a.len() as u64).sum::<u64>();
         let wifi: u64 = self
             .topo
             .media

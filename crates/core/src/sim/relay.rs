@@ -52,7 +52,8 @@ impl Relay {
     }
 }
 
-/// Which relay each connection feeds (it is upstream of) or is fed by: (flow, relay).
+/// Which relay each connection feeds (it is upstream of) or is fed by: (flow, relay). Empty
+/// when no flow has a PEP, so the check after every delivery reads no per-connection entry.
 #[derive(Debug, Default)]
 pub struct RelayIndex {
     up: Vec<Option<(u32, u16)>>,
@@ -61,6 +62,12 @@ pub struct RelayIndex {
 
 impl RelayIndex {
     pub fn new(flows: &[Flow], n_conns: usize) -> RelayIndex {
+        let relayed = flows
+            .iter()
+            .any(|f| matches!(&f.kind, FlowKind::Tcp { relays, .. } if !relays.is_empty()));
+        if !relayed {
+            return RelayIndex::default();
+        }
         let mut ix = RelayIndex {
             up: vec![None; n_conns],
             down: vec![None; n_conns],
@@ -92,12 +99,12 @@ impl Simulation {
         let c = conn as usize;
         match side {
             Side::Receiver => {
-                if let Some((f, r)) = self.relays.up[c] {
+                if let Some(&Some((f, r))) = self.relays.up.get(c) {
                     self.relay_upstream_event(now, f, r as usize, kind);
                 }
             }
             Side::Sender => {
-                if let Some((f, r)) = self.relays.down[c] {
+                if let Some(&Some((f, r))) = self.relays.down.get(c) {
                     self.relay_downstream_event(now, f, r as usize, kind);
                 }
             }

@@ -77,6 +77,16 @@ pub struct Scoreboard {
 }
 
 impl Scoreboard {
+    /// Ask for the first `n` segments' records (those the next cumulative ACK takes off)
+    /// ahead of the ACK (`engine::cache`).
+    #[inline]
+    pub fn prefetch_front(&self, n: usize) {
+        let (a, b) = self.segs.as_slices();
+        for seg in a.iter().chain(b).take(n) {
+            crate::engine::cache::prefetch(seg);
+        }
+    }
+
     pub fn new(mss_bytes: u32) -> Self {
         Scoreboard {
             mss: mss_bytes as u64,
