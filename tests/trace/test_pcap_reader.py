@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from tcplab.errors import ScenarioError
+from tcplab.trace import tseq
 from tcplab.trace.pcapng import frames, tcp_segment
 
 SRC, DST = bytes([10, 0, 0, 2]), bytes([10, 128, 0, 2])
@@ -132,3 +133,38 @@ def test_damaged_captures_are_refused_in_one_line(tmp_path: Path) -> None:
 def test_a_file_that_cannot_be_opened(tmp_path: Path) -> None:
     with pytest.raises(ScenarioError, match="cannot read"):
         list(frames(tmp_path / "missing.pcapng"))
+
+
+def _reply(seq: int, ack: int, payload: int, flags: int = 0x10) -> bytes:
+    """`ipv4_tcp` in the other direction (receiver to sender)."""
+    pkt = bytearray(ipv4_tcp(seq, ack, payload, flags=flags))
+    pkt[12:16], pkt[16:20] = DST, SRC
+    pkt[20:22], pkt[22:24] = struct.pack("!H", 80), struct.pack("!H", 5001)
+    return bytes(pkt)
+
+
+def test_the_time_sequence_view_reads_a_capture_longer_than_what_it_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A handshake (ISN 999), 30 segments of 100 bytes every ms, each ACKed 10 ms later, and
+    # segment 20 (stream offset 2,000) sent again at 40 ms.
+    ms = 1_000_000
+    packets = [(0, ipv4_tcp(999, 0, 0, flags=0x02), b""), (10 * ms, _reply(5, 1000, 0, 0x12), b"")]
+    packets.append((10 * ms + 1, ipv4_tcp(1000, 6, 0), b""))
+    for i in range(30):
+        packets.append((11 * ms + i * ms, ipv4_tcp(1000 + 100 * i, 6, 100), b""))
+    packets.append((40 * ms + 500, ipv4_tcp(1000 + 2000, 6, 100), b""))
+    packets += [(21 * ms + i * ms, _reply(6, 1100 + 100 * i, 0), b"") for i in range(30)]
+    packets.sort(key=lambda p: p[0])
+    path = tmp_path / "c.pcapng"
+    path.write_bytes(pcapng(packets))
+    whole = tseq.time_sequence(path, None, 0, (0, 100 * ms))
+    monkeypatch.setattr(tseq, "_HOLD_SEGMENTS", 3)  # the first pass outgrows what it keeps
+    again = tseq.time_sequence(path, None, 0, (None, None), rtt_s=0.01)
+    assert whole.handshake_rtt_s == pytest.approx(0.010000001)  # SYN to the third packet
+    assert len(whole.data) == 31 and whole.retransmitted == [(0.0400005, 2000, 100)]
+    assert whole.acks[0] == (0.010, 0) and whole.acks[-1] == (0.050, 3000)  # SYN-ACK, last
+    # The default window: 20 round trips from one before segment 20 was first sent (31 ms).
+    assert again.window_s == pytest.approx((0.021, 0.221))
+    assert again.retransmitted == whole.retransmitted
+    assert again.data == [d for d in whole.data if d[0] >= 0.021]

@@ -109,9 +109,10 @@ def _stream(path: Path, stream: int) -> Iterator[Segment]:
         )
 
 
-#: Segments of the first pass over the sender side kept for the second (about 200 bytes
-#: each): the window starts before the first retransmission that pass looks for.
-_HOLD_SEGMENTS: Final = 200_000
+#: Segments of the first pass over the sender side kept for the second (about 700 bytes
+#: each, so at most ~70 MB): the window starts before the first retransmission that pass
+#: looks for.
+_HOLD_SEGMENTS: Final = 100_000
 
 
 class _Replay:
@@ -223,8 +224,9 @@ def time_sequence(
 ) -> TimeSequence:
     """Connection `stream` of the capture `sender_side` in `window_ns` (a None end: the
     default window's, `default_window`, with round trips of `rtt_s` if given), with drops
-    found in `receiver_side` if given. Only the window is held in memory: the files are
-    read as they are."""
+    found in `receiver_side` if given. Only the window, and up to `_HOLD_SEGMENTS` segments
+    read while looking for the first retransmission, are held in memory: the files are read
+    as they are."""
     replay = _Replay(Path(sender_side), stream)
     probe = _probe(replay.first(), None in window_ns)
     start, end = default_window(probe, rtt_s)
