@@ -659,22 +659,19 @@ impl Simulation {
     /// whole connection, 31 lines, stalled on the hints themselves.)
     #[inline]
     fn prefetch_ahead(&self, link_id: u32) {
+        if self.link_delay(link_id) < COLD_AFTER {
+            return;
+        }
         // the pipeline first, in arrival order
         let (next, after) = match self.topo.access_index(link_id) {
             Some(a) => {
-                let link = &self.topo.access[a];
-                if link.delay() < COLD_AFTER {
+                let Some(next) = self.topo.access[a].first() else {
                     return;
-                }
-                let Some(next) = link.first() else { return };
+                };
                 (next, AccessLink::behind(next, &self.on_access))
             }
             None => {
-                let link = &self.topo.links[link_id as usize];
-                if link.delay < COLD_AFTER {
-                    return;
-                }
-                let mut ahead = link.in_flight();
+                let mut ahead = self.topo.links[link_id as usize].in_flight();
                 let Some(next) = ahead.next() else { return };
                 (next, ahead.next())
             }
@@ -732,12 +729,18 @@ impl Simulation {
         else {
             return;
         };
-        let long = match self.topo.access_index(link_id) {
-            Some(a) => self.topo.access[a].delay() >= COLD_AFTER,
-            None => self.topo.links[link_id as usize].delay >= COLD_AFTER,
-        };
+        let long = self.link_delay(link_id) >= COLD_AFTER;
         if let (true, Some(s)) = (long, self.conns[conn as usize].sender.linux()) {
             s.sb.prefetch_front(3);
+        }
+    }
+
+    /// The propagation delay of link `link_id`, from the state its hops read.
+    #[inline]
+    fn link_delay(&self, link_id: u32) -> SimDuration {
+        match self.topo.access_index(link_id) {
+            Some(a) => self.topo.access[a].delay(),
+            None => self.topo.links[link_id as usize].delay,
         }
     }
 
