@@ -240,11 +240,16 @@ async fn report_records_are_streamed_to_disk_as_connections_end() {
         300,
         "records not on disk while the proxy runs"
     );
+    // A first 1,500 bring the allocator's arenas and the runtime to their working size (their
+    // growth alone passed the bound below in one fresh-clone run); the next 1,500 are measured.
+    serve(proxy.addr, 1500).await;
+    proxy.wait_idle(Duration::from_secs(30));
+    assert_eq!(lines(&spool), 1800);
     let rss_before = proxy.rss_bytes();
     let spool_before = std::fs::metadata(&spool).unwrap().len();
     serve(proxy.addr, 1500).await;
     proxy.wait_idle(Duration::from_secs(30));
-    assert_eq!(lines(&spool), 1800);
+    assert_eq!(lines(&spool), 3300);
     let rss_after = proxy.rss_bytes();
     let written = std::fs::metadata(&spool).unwrap().len() - spool_before;
     let grown = rss_after.saturating_sub(rss_before);
@@ -263,7 +268,7 @@ async fn report_records_are_streamed_to_disk_as_connections_end() {
     assert_eq!(status.code(), Some(0));
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
-    assert_eq!(doc["conns"].as_array().unwrap().len(), 1800);
+    assert_eq!(doc["conns"].as_array().unwrap().len(), 3300);
     assert!(!spool.exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
