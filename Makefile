@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 export PYO3_PYTHON := $(abspath $(PY))
 CARGO ?= cargo
 
-.PHONY: all venv build build-ext build-tools demo test test-rust lint test-py test-py-sim test-py-real test-py-quiet bench clean fmt system-deps report-shots \
+.PHONY: all venv build build-ext build-tools pgo demo test test-rust lint test-py test-py-sim test-py-real test-py-quiet bench clean fmt system-deps report-shots \
 	dist docs fuzz
 
 # Portable builds: every cargo and maturin command here builds for the host's triple named
@@ -83,8 +83,23 @@ system-deps:
 build: venv
 	$(MAKE) --no-print-directory -j2 --output-sync=target build-ext build-tools
 
+# The extension is compiled with the core's profile (profile-guided optimization, see
+# python/tcplab/tools/pgo.py; `make pgo` refreshes it). rustc reads the profile but cargo does
+# not watch it, so the build names a copy after its content: a new profile is a new flag,
+# which rebuilds.
+PGO_PROFILE := packaging/pgo/tcplab.profdata
+PGO_COPY := target/pgo/$(firstword $(shell sha256sum $(PGO_PROFILE) 2>/dev/null | cut -c1-16)).profdata
+
 build-ext: venv
+	@mkdir -p target/pgo && cp $(PGO_PROFILE) $(PGO_COPY)
+	RUSTFLAGS="-Cprofile-use=$(abspath $(PGO_COPY))" \
 	VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/maturin develop --release --extras dev -q
+
+# Train the core's profile again (after changing the core; `make lint` says when) and rebuild.
+pgo: build
+	rustup component add llvm-tools
+	$(PY) -m tcplab.tools.pgo
+	$(MAKE) --no-print-directory build-ext
 
 build-tools:
 	$(CARGO) build --profile tools -q -p tcplab-emu -p tcplab-pep
@@ -120,6 +135,7 @@ lint: $(BUILD)
 	$(BIN)/ruff format --check python tests
 	$(BIN)/mypy python/tcplab tests
 	$(BIN)/python -m mypy.stubtest tcplab._core
+	$(PY) -m tcplab.tools.pgo --check
 
 # tests/dist installs dist/'s wheel into a fresh virtualenv: `dist` is part of the chain
 # Two groups. The simulator's tests are CPU-bound and spread over two workers; the real
