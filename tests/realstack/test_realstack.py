@@ -653,6 +653,10 @@ def _our_namespaces(pid: int) -> list[str]:
 #: Emulator accuracy bounds, set from `tcplab emulate --calibrate` on this 2-core VM (see
 #: README "Real-stack mode"): rate within 0.1 %, mean added delay within 0.25 ms.
 RATE_TOLERANCE = 0.03
+#: Bound on the median added delay's error. The median, not the mean: one stall of the VM
+#: (a fresh-clone run on 2026-11-29, alone on the machine: 16 ms, p99 259 ms at 250 ms) holds
+#: back every probe in flight and moved the mean by 1.2 ms, while an emulator that gets the
+#: delay wrong moves most probes, hence the median.
 DELAY_TOLERANCE_NS = 1 * MS
 #: The delay's 99th percentile over a probe's ~1,100 packets: its tail holds the VM's own
 #: stalls, which hold back the probe sender (not real-time) as well as the emulator, and a
@@ -672,7 +676,7 @@ def test_emulator_holds_rate_delay_and_loss() -> None:
     for row in report.rates:
         assert abs(row.error_ratio) <= RATE_TOLERANCE, row
     for delay in report.delays:
-        assert abs(delay.error_ns) <= DELAY_TOLERANCE_NS, delay
+        assert abs(delay.median_error_ns) <= DELAY_TOLERANCE_NS, delay
         assert delay.added_p99_ns - delay.configured_ns <= DELAY_P99_EXCESS_NS, delay
     (loss,) = report.losses
     assert abs(loss.z) <= 5.0, loss  # binomial 5-sigma band

@@ -137,7 +137,16 @@ def print_calibration(report: CalibrationReport) -> None:
             f"{r.error_ratio * 100:+.3f}",
         )
     delays = Table(title="added one-way delay (10 Mbit/s, 10 % load, serialization removed)")
-    for header in ("configured ms", "mean ms", "error ms", "p99 ms", "max ms", "emulator late µs"):
+    headers = (
+        "configured ms",
+        "mean ms",
+        "error ms",
+        "median ms",
+        "p99 ms",
+        "max ms",
+        "emulator late µs",
+    )
+    for header in headers:
         delays.add_column(header, justify="right")
     for d in report.delays:
         late = "-" if d.emulator_late_mean_ns is None else f"{d.emulator_late_mean_ns / 1e3:.1f}"
@@ -145,6 +154,7 @@ def print_calibration(report: CalibrationReport) -> None:
             f"{d.configured_ns / 1e6:g}",
             f"{d.added_mean_ns / 1e6:.3f}",
             f"{d.error_ns / 1e6:+.3f}",
+            f"{d.added_p50_ns / 1e6:.3f}",
             f"{d.added_p99_ns / 1e6:.3f}",
             f"{d.added_max_ns / 1e6:.3f}",
             late,

@@ -51,6 +51,8 @@ class DelayRow:
     configured_ns: int
     #: mean one-way delay minus the serialization time
     added_mean_ns: float
+    #: the median: what the emulator adds, a stall of the host moving only the probes it holds
+    added_p50_ns: float
     added_p99_ns: float
     added_max_ns: float
     #: the emulator's own lateness (departure after the model's instant)
@@ -59,6 +61,10 @@ class DelayRow:
     @property
     def error_ns(self) -> float:
         return self.added_mean_ns - self.configured_ns
+
+    @property
+    def median_error_ns(self) -> float:
+        return self.added_p50_ns - self.configured_ns
 
 
 @dataclass(frozen=True)
@@ -89,7 +95,10 @@ class CalibrationReport:
     def to_json_dict(self) -> dict[str, Any]:
         return {
             "rates": [{**asdict(r), "error_ratio": r.error_ratio} for r in self.rates],
-            "delays": [{**asdict(d), "error_ns": d.error_ns} for d in self.delays],
+            "delays": [
+                {**asdict(d), "error_ns": d.error_ns, "median_error_ns": d.median_error_ns}
+                for d in self.delays
+            ],
             "losses": [
                 {**asdict(lo), "expected": lo.expected, "sigma": lo.sigma, "z": lo.z}
                 for lo in self.losses
@@ -218,6 +227,7 @@ def _calibrate(
             DelayRow(
                 configured_ns=delay,
                 added_mean_ns=float(summary["owd_mean_ns"]) - serialization_ns,
+                added_p50_ns=float(summary["owd_p50_ns"]) - serialization_ns,
                 added_p99_ns=float(summary["owd_p99_ns"]) - serialization_ns,
                 added_max_ns=float(summary["owd_max_ns"]) - serialization_ns,
                 emulator_late_mean_ns=link.get("late_mean_ns"),
