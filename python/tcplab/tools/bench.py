@@ -207,6 +207,19 @@ def _print(rows: Sequence[BenchRow]) -> None:
     Console(highlight=False, width=None if sys.stdout.isatty() else 160).print(table)
 
 
+def _profile_status() -> str:
+    """Whether the checkout's build profile matches its sources: the core's speed depends on
+    it (`tools/pgo.py`), so the numbers say which build they are of."""
+    from .golden import repo_root
+    from .pgo import check
+
+    try:
+        problem = check(repo_root())
+    except ScenarioError:
+        return "unknown (not a source checkout)"
+    return "current" if problem is None else f"stale: {problem}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tcplab.tools.bench", description=__doc__)
     parser.add_argument("--repeat", type=int, default=3, help="runs per scenario (best counts)")
@@ -257,9 +270,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if studies:
         print_study_benchmarks(studies)
+    profile = _profile_status()
+    print(f"build profile (PGO): {profile}")
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     report = {
+        "pgo_profile": profile,
         "tcplab_version": __version__,
         "core_version": _core.core_version(),
         "model_version": _core.model_version(),
