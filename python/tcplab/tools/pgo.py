@@ -68,15 +68,16 @@ def sources_sha256(root: Path) -> str:
     return h.hexdigest()
 
 
-def training(root: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(name, normalized scenario) of every training run."""
+def training(root: Path) -> Iterator[tuple[str, dict[str, Any], bool]]:
+    """(name, normalized scenario, streamed) of every training run; `streamed`: run as a
+    sweep runs it, its series streamed to a file (else as `tcplab run` does)."""
     from ..scenario.load import load_scenario
     from ..scenario.normalize import normalize
     from ..study.grid import load_study
     from .scaling import dumbbell
 
     for case in cases(root):
-        yield case.name, case.scenario
+        yield case.name, case.scenario, False
     path = root / "python" / "tcplab" / "study" / "published" / f"{STUDY}.toml"
     study = load_study(path)
     per_values = next(a.values for a in study.axes if a.path == "bottleneck.per")
@@ -91,12 +92,10 @@ def training(root: Path) -> Iterator[tuple[str, dict[str, Any]]]:
             ("duration", STUDY_DURATION),
         ]
         label = ",".join(f"{k}={v}" for k, v in params.items())
-        yield (
-            f"{STUDY}:{variant.name}:{label}",
-            normalize(load_scenario(study.base, pairs, base_dir=path.parent)),
-        )
+        scenario = normalize(load_scenario(study.base, pairs, base_dir=path.parent))
+        yield f"{STUDY}:{variant.name}:{label}", scenario, True
     flows, rate, duration = MANY_FLOWS
-    yield f"dumbbell-{flows}", dumbbell(flows, rate, duration)
+    yield f"dumbbell-{flows}", dumbbell(flows, rate, duration), True
 
 
 def _rustc_host() -> str:
@@ -158,15 +157,20 @@ def _build_instrumented(root: Path, host: str, target_dir: Path, out: Path) -> P
 
 
 #: A training worker: loads the instrumented extension by path and runs the scenarios whose
-#: files it is given (the counts are written when the process exits).
+#: files it is given (the counts are written when the process exits), each through the call
+#: its users make: a study's runs stream their series to a file, as a sweep's workers do.
 _WORKER: Final = """
-import importlib.util, sys
+import importlib.util, os, sys
 spec = importlib.util.spec_from_file_location("_core", sys.argv[1])
 core = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(core)
 for path in sys.argv[2:]:
     with open(path) as f:
-        core.run_json(f.read())
+        text = f.read()
+    if os.path.basename(path).startswith("sweep-"):
+        core.run_json_series(text, path + ".series")
+    else:
+        core.run_json(text)
 """
 
 
@@ -191,8 +195,8 @@ def make_profile(root: Path, jobs: int) -> tuple[int, Path]:
         extension = _build_instrumented(root, host, target_dir, work / "wheel")
         runs = list(training(root))
         paths = []
-        for i, (_, scenario) in enumerate(runs):
-            p = work / f"{i:03d}.json"
+        for i, (_, scenario, streamed) in enumerate(runs):
+            p = work / f"{'sweep' if streamed else 'run'}-{i:03d}.json"
             p.write_text(json.dumps(scenario))
             paths.append(p)
         # dealt round-robin: each worker gets a share of the long runs
@@ -207,7 +211,7 @@ def make_profile(root: Path, jobs: int) -> tuple[int, Path]:
     record = {
         "sources_sha256": sources_sha256(root),
         "rustc": rustc.stdout.strip(),
-        "training_runs": [name for name, _ in runs],
+        "training_runs": [name for name, _, _ in runs],
     }
     (root / RECORD).write_text(json.dumps(record, indent=1) + "\n")
     return len(runs), out
