@@ -127,6 +127,9 @@ def _build_instrumented(root: Path, host: str, target_dir: Path, out: Path) -> P
         RUSTFLAGS=f"-Cprofile-generate={target_dir / 'raw'}",
         CARGO_BUILD_TARGET=host,
     )
+    # The host's own linker: this library only runs here, and the portable builds' zig
+    # front end (packaging/zig-cc) does not take the profiler's `-u __llvm_profile_runtime`.
+    env.pop(f"CARGO_TARGET_{host.upper().replace('-', '_')}_LINKER", None)
     subprocess.run(
         [
             sys.executable,
