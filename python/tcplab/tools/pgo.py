@@ -13,8 +13,10 @@ profile (the golden results are checked on the profiled build).
 The training is the work users give the core: every golden case (each shipped scenario and
 each preset study's first point: all link kinds, AQMs, Wi-Fi, PEPs, cross traffic and the
 algorithms they name), the `geo-leaky` study's three paths for each of its algorithms at a
-clean and a lossy point (60 s each), and a 1,000-flow dumbbell. The runs are deterministic,
-so the same sources and compiler make the same profile.
+clean and a lossy point (60 s each), and a 1,000-flow dumbbell. The simulations are
+deterministic, so a second training counts the same, except in the extension's checks for
+Ctrl-C while a run goes on, which follow the wall clock (a few dozen counts of `pyo3`'s
+functions differ between two machines).
 
 The profile (`packaging/pgo/tcplab.profdata`, LLVM's indexed format, which rustc reads) is
 kept in the repository, so a clone builds the optimized core without training it; beside it
