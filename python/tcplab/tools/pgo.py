@@ -5,8 +5,8 @@ compiles the extension with it.
     python -m tcplab.tools.pgo --check    # exit 1 when the sources changed since the profile
 
 A compiler that knows which branches a run takes and which functions it calls most lays
-out and inlines the hot paths for them; on this simulator that took a quarter of the CPU
-time off a GEO study's runs (`docs/performance.md`). Only the code's layout changes: the
+out and inlines the hot paths for them; on this simulator that took 15-30 % of the CPU time
+off a GEO study's runs (README, "Benchmark"). Only the code's layout changes: the
 arithmetic and its order are the same, so results are bit-identical with or without the
 profile (the golden results are checked on the profiled build).
 
