@@ -87,12 +87,14 @@ build: venv
 # python/tcplab/tools/pgo.py; `make pgo` refreshes it). rustc reads the profile but cargo does
 # not watch it, so the build names a copy after its content: a new profile is a new flag,
 # which rebuilds.
+# `make dist` packs with the same flags, so cargo finds the extension built and compiles none.
 PGO_PROFILE := packaging/pgo/tcplab.profdata
 PGO_COPY := target/pgo/$(firstword $(shell sha256sum $(PGO_PROFILE) 2>/dev/null | cut -c1-16)).profdata
+PGO_RUSTFLAGS := -Cprofile-use=$(abspath $(PGO_COPY))
 
 build-ext: venv
 	@mkdir -p target/pgo && cp $(PGO_PROFILE) $(PGO_COPY)
-	RUSTFLAGS="-Cprofile-use=$(abspath $(PGO_COPY))" \
+	RUSTFLAGS="$(PGO_RUSTFLAGS)" \
 	VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/maturin develop --release --extras dev -q
 
 # Train the core's profile again (after changing the core; `make lint` says when) and rebuild.
@@ -162,7 +164,7 @@ test-py-quiet: $(BUILD) system-deps
 # The sdist and a portable wheel (manylinux2014, with the real-stack binaries, the examples and
 # the build's commit) in dist/, packed from what `make build` compiled; see packaging/dist.py.
 dist: $(BUILD)
-	$(PY) packaging/dist.py
+	RUSTFLAGS="$(PGO_RUSTFLAGS)" $(PY) packaging/dist.py
 
 # The API reference, generated from the docstrings (pdoc; Markdown docstrings) into
 # build/docs/api/index.html. Any warning of the generator fails the build (-W error): `make test`

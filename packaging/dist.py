@@ -13,7 +13,9 @@ the examples and the build info too (not the binaries: it builds from source). T
 then checked with auditwheel, which reads every ELF file in it (maturin's own check reads the
 extension only): it must be consistent with manylinux_2_17.
 
-Run by the Makefile with the environment it exports (CARGO_BUILD_TARGET, the zig linker).
+Run by the Makefile with the environment it exports (CARGO_BUILD_TARGET, the zig linker) and
+the build's RUSTFLAGS (its profile, `tcplab.tools.pgo`): with other flags cargo would compile
+the extension again, without the profile.
 """
 
 from __future__ import annotations
