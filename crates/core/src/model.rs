@@ -21,4 +21,10 @@
 ///   `rwnd`), so it ACKs most segments during slow start; data segments echo TS.Recent.
 /// - 4: a CBR source's first datagram leaves one period after its start (not at it), so a
 ///   run's CBR goodput no longer exceeds the configured rate by one datagram.
-pub const MODEL_VERSION: u32 = 4;
+/// - 5: a timer (or any other event) due in the nanosecond a packet arrives runs before
+///   the arrival, as the kernel runs expired timers before the packets received in the same
+///   tick; it used to depend on which was scheduled first (a delayed-ACK timer, whose
+///   timeout follows the arrival gaps, often falls due exactly at an arrival). This lets a
+///   packet leaving a link be handed to the access link behind it at once, one event for
+///   the two hops, with every time unchanged.
+pub const MODEL_VERSION: u32 = 5;

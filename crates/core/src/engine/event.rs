@@ -2,9 +2,14 @@
 //! depend on how many are pending.
 //!
 //! Events at the same instant run in the order they were scheduled (FIFO), so the order
-//! never depends on memory addresses or hash seeds. Popping asserts that time never goes
-//! backwards. The queue is generic over what an event is: the simulation defines its events
-//! (`sim::Event`).
+//! never depends on memory addresses or hash seeds, except that arrivals
+//! (`schedule_arrival`: a packet reaching the far end of a link) run after every other
+//! event of their nanosecond, as the kernel runs expired timers before the packets received
+//! in the same tick (its timer softirq before the receive softirq). That rule, not the
+//! moment an arrival was scheduled, decides whether a timer due exactly when a packet
+//! arrives sees it. Internally an event's key is its time in nanoseconds doubled, plus one
+//! for an arrival. Popping asserts that time never goes backwards. The queue is generic
+//! over what an event is: the simulation defines its events (`sim::Event`).
 //!
 //! # A radix heap
 //!
@@ -203,10 +208,24 @@ impl<E> EventQueue<E> {
         Self::default()
     }
 
-    /// Schedule `event` at `time` (never in the past).
+    /// Schedule `event` at `time` (never in the past), behind the events of that time
+    /// scheduled before it and before its arrivals.
     #[inline]
     pub fn schedule(&mut self, time: SimTime, event: E) {
-        debug_assert!(time >= self.now, "event scheduled in the past");
+        self.insert(time, SimTime(time.0 << 1), event);
+    }
+
+    /// Schedule arrival `event` at `time`: behind every other event of that time, and
+    /// behind the arrivals of that time scheduled before it.
+    #[inline]
+    pub fn schedule_arrival(&mut self, time: SimTime, event: E) {
+        self.insert(time, SimTime(time.0 << 1 | 1), event);
+    }
+
+    #[inline]
+    fn insert(&mut self, real: SimTime, time: SimTime, event: E) {
+        debug_assert!(real >= self.now, "event scheduled in the past");
+        debug_assert!(real.0 < 1 << 63, "beyond the queue's range");
         self.len += 1;
         match &mut self.store {
             Store::Small(v) => {
@@ -235,7 +254,7 @@ impl<E> EventQueue<E> {
         let Store::Small(v) = &mut self.store else {
             return;
         };
-        let earliest = v.last().map_or(self.now.0, |e| e.0 .0);
+        let earliest = v.last().map_or(self.now.0 << 1, |e| e.0 .0);
         let mut r = Radix::new(earliest);
         while let Some((time, event)) = v.pop() {
             r.place(time, event);
@@ -270,6 +289,7 @@ impl<E> EventQueue<E> {
                 out
             }
         };
+        let time = SimTime(time.0 >> 1);
         assert!(time >= self.now, "event queue went back in time");
         self.now = time;
         self.popped += 1;
@@ -281,8 +301,8 @@ impl<E> EventQueue<E> {
     #[inline]
     pub fn peek_time(&mut self) -> Option<SimTime> {
         match &mut self.store {
-            Store::Small(v) => v.last().map(|e| e.0),
-            Store::Radix(r) => r.peek_time(),
+            Store::Small(v) => v.last().map(|e| SimTime(e.0 .0 >> 1)),
+            Store::Radix(r) => r.peek_time().map(|t| SimTime(t.0 >> 1)),
         }
     }
 
@@ -322,6 +342,43 @@ mod tests {
         assert_eq!(q.pop(), Some((SimTime(10), "third")));
         assert_eq!(q.pop(), None);
         assert_eq!(q.events_processed(), 3);
+    }
+
+    #[test]
+    fn arrivals_come_after_every_other_event_of_their_time() {
+        let mut q = EventQueue::new();
+        q.schedule_arrival(SimTime(10), "arrival scheduled first");
+        q.schedule(SimTime(10), "timer scheduled second");
+        q.schedule_arrival(SimTime(9), "arrival a nanosecond earlier");
+        q.schedule_arrival(SimTime(10), "arrival scheduled third");
+        q.schedule(SimTime(10), "timer scheduled fourth");
+        assert_eq!(q.peek_time(), Some(SimTime(9)));
+        let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        assert_eq!(
+            order,
+            [
+                (SimTime(9), "arrival a nanosecond earlier"),
+                (SimTime(10), "timer scheduled second"),
+                (SimTime(10), "timer scheduled fourth"),
+                (SimTime(10), "arrival scheduled first"),
+                (SimTime(10), "arrival scheduled third"),
+            ]
+        );
+        // the same with more pending than the sorted vector holds (the radix heap)
+        let mut q = EventQueue::new();
+        for i in 0..100u64 {
+            q.schedule_arrival(SimTime(1_000 + i % 3), i);
+            q.schedule(SimTime(1_000 + i % 3), 1_000 + i);
+        }
+        let mut last = (0, false);
+        let mut n = 0;
+        while let Some((t, e)) = q.pop() {
+            let arrival = e < 1_000;
+            assert!((t.0, arrival) >= last, "{e} at {t:?} after {last:?}");
+            last = (t.0, arrival);
+            n += 1;
+        }
+        assert_eq!(n, 200);
     }
 
     #[test]

@@ -59,6 +59,10 @@ pub mod flags {
     /// FIN on the segment carrying the last byte of a file: the server closes as soon as it
     /// has written the file (Linux puts the FIN on the last queued skb).
     pub const FIN: u8 = 64;
+    /// Not on the wire: the access link behind the link this packet is crossing refused it
+    /// when it was handed over ahead of time (`Simulation::on_wire`); it is dropped on
+    /// arrival, when the access link would have refused it.
+    pub const REFUSED: u8 = 128;
 }
 
 /// A packet on the wire.

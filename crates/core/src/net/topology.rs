@@ -80,6 +80,11 @@ pub struct Topology {
     /// `first_access + i` is `access[i]` (`Topology::access_index`).
     pub access: Vec<AccessLink>,
     pub first_access: u32,
+    /// Per access link (as `access`): the one wired link every packet reaches it from, when
+    /// there is one (`NO_FEEDER` otherwise). A packet leaving that link is handed to the
+    /// access link at once (`Simulation::on_wire`): nothing else offers to it, and the feeder
+    /// delivers in order, so the access link sees the same offers at the same times.
+    pub access_feeder: Vec<u32>,
     pub routes: Vec<Route>,
     /// The links of all routes, route after route (`Route::first`).
     route_links: Vec<u32>,
@@ -105,6 +110,10 @@ pub struct Topology {
 
 /// `Topology::medium_of` of a wired link.
 pub const NO_MEDIUM: u32 = u32::MAX;
+
+/// `Topology::access_feeder` of an access link fed by more than one link, or first on a
+/// route.
+pub const NO_FEEDER: u32 = u32::MAX;
 
 fn dir_link(name: &str, d: &DirConfig, seed: u64) -> Link {
     Link::from_config(name, d, seed)
@@ -153,6 +162,36 @@ impl Routes {
         });
         self.links.extend_from_slice(links);
     }
+}
+
+/// `Topology::access_feeder`: per access link, the wired link before it on every route
+/// that crosses it. An access link first on a route (a host's own) is fed by the host;
+/// one behind a Wi-Fi medium's link is left alone (the medium's deliveries have their own
+/// path).
+fn feeders(routes: &Routes, first_access: u32, n_access: usize, medium_of: &[u32]) -> Vec<u32> {
+    let mut feeder = vec![None; n_access];
+    for r in &routes.routes {
+        let links = &routes.links[r.first as usize..(r.first + r.len) as usize];
+        for (hop, &l) in links.iter().enumerate() {
+            let a = l.wrapping_sub(first_access) as usize;
+            if a >= n_access {
+                continue;
+            }
+            let before = match hop {
+                0 => NO_FEEDER,
+                _ => links[hop - 1],
+            };
+            let wired = before != NO_FEEDER
+                && before.wrapping_sub(first_access) as usize >= n_access
+                && medium_of[before as usize] == NO_MEDIUM;
+            feeder[a] = match feeder[a] {
+                None if wired => Some(before),
+                Some(f) if f == before => Some(f),
+                _ => Some(NO_FEEDER),
+            };
+        }
+    }
+    feeder.into_iter().map(|f| f.unwrap_or(NO_FEEDER)).collect()
 }
 
 impl Topology {
@@ -339,7 +378,9 @@ impl Topology {
             cross_routes.push(routes.routes.len() as u32);
             routes.push(&[link], Dest::Cross { source: i as u32 });
         }
+        let access_feeder = feeders(&routes, first_access, access_twins.len(), &medium_of);
         Topology {
+            access_feeder,
             cross_routes,
             cross_tcp_links,
             bottleneck_fwd: segments.get(slowest).map_or(0, |s| s.1),
@@ -359,6 +400,8 @@ impl Topology {
     /// Add a route over `links` to `dest` (a TCP cross-traffic slot made during the run);
     /// its number follows every route made before.
     pub fn add_route(&mut self, links: &[u32], dest: Dest) -> u32 {
+        // a new feeder would break `access_feeder`'s promise
+        debug_assert!(links.iter().all(|&l| self.access_index(l).is_none()));
         let id = self.routes.len() as u32;
         self.routes.push(Route {
             first: self.route_links.len() as u32,

@@ -23,7 +23,7 @@ use crate::engine::time::{SimDuration, SimTime};
 use crate::net::access::{AccessLink, OnAccess};
 use crate::net::link::{Admission, Link, LinkOutput};
 use crate::net::packet::{flags as pflags, Packet, PacketKind, PacketPool};
-use crate::net::topology::{Dest, Topology, NO_MEDIUM};
+use crate::net::topology::{Dest, Topology, NO_FEEDER, NO_MEDIUM};
 use crate::net::wifi::WifiOutput;
 use crate::scenario::{ConfigError, ScenarioConfig};
 use crate::tcp::connection::{Connection, Side, TimerSlot};
@@ -134,6 +134,8 @@ pub struct Simulation {
     finished: bool,
     /// A streamed series failed: the run stops at once (`api` reports why).
     halted: bool,
+    /// Hand packets to the access link behind their link as they leave it (`on_wire`).
+    hand_over: bool,
     /// Packet captures and the event log, when asked for (`set_tracer`).
     tracer: Option<Box<Tracer>>,
 }
@@ -202,6 +204,7 @@ impl Simulation {
             on_access: Vec::new(),
             finished: false,
             halted: false,
+            hand_over: true,
             tracer: None,
         })
     }
@@ -224,6 +227,14 @@ impl Simulation {
     /// Packets alive in the pool (memory bound check).
     pub fn live_packets(&self) -> usize {
         self.pool.live()
+    }
+
+    /// Give every hop its own delivery event, as before packets were handed to the access
+    /// link behind their link ahead of time (`on_wire`); the results are the same but for
+    /// the order of two arrivals due in the same nanosecond and the event count. For
+    /// checking exactly that.
+    pub fn set_hand_over(&mut self, on: bool) {
+        self.hand_over = on;
     }
 
     /// Observe this run with `tracer` (before it starts).
@@ -433,13 +444,10 @@ impl Simulation {
         let link = &mut self.topo.links[link_id as usize];
         match link.offer(now, idx, wire, ect) {
             Admission::Arrives { at, ce } => {
-                if link.push(at, idx) {
-                    self.queue
-                        .schedule(at, Event::LinkDeliver { link: link_id });
-                }
                 if ce {
                     self.pool.get_mut(idx).flags |= pflags::CE;
                 }
+                self.on_wire(link_id, at, idx);
             }
             Admission::Queued => {
                 if let Some(t) = link.arm_wakeup() {
@@ -453,21 +461,80 @@ impl Simulation {
         }
     }
 
-    /// Offer packet `idx` to access link `link_id` (`Topology::access[a]`): what `forward`
-    /// does with a plain DropTail `Link`, on the compact state.
+    /// Packet `idx` has left (wired) link `link_id` and reaches its far end at `at`. When
+    /// the next hop is an access link this link alone feeds (`Topology::access_feeder`), it
+    /// is offered to that access link now, for `at`: the access link sees exactly the offers
+    /// it would see at their times (this link delivers in order and nothing else offers to
+    /// it), and the packet needs one event for the two hops instead of two. A packet the
+    /// access link refuses stays on this link, marked, and is dropped when it arrives; one
+    /// that arrives at or after the end stays on this link too, as it would.
     #[inline]
-    fn forward_access(&mut self, now: SimTime, link_id: u32, a: usize, idx: u32, wire: u32) {
+    fn on_wire(&mut self, link_id: u32, at: SimTime, idx: u32) {
+        let p = self.pool.get(idx);
+        let (route, hop) = (p.route, p.hop + 1);
+        if self.hand_over && at < self.end && (hop as u32) < self.topo.routes[route as usize].len {
+            let next = self.topo.route_link(route, hop);
+            if let Some(a) = self.topo.access_index(next) {
+                if self.topo.access_feeder[a] == link_id
+                    && self.hand_over(link_id, at, idx, next, a)
+                {
+                    return;
+                }
+            }
+        }
+        if self.topo.links[link_id as usize].push(at, idx) {
+            self.queue
+                .schedule_arrival(at, Event::LinkDeliver { link: link_id });
+        }
+    }
+
+    /// `on_wire`'s hand-over: offer packet `idx`, arriving at `at`, to access link `next`
+    /// (`access[a]`). False if it refused the packet (marked to be dropped on arrival).
+    #[inline]
+    fn hand_over(&mut self, link_id: u32, at: SimTime, idx: u32, next: u32, a: usize) -> bool {
+        self.keep_on_access(idx);
+        let wire = self.pool.get(idx).wire_bytes;
+        match self.topo.access[a].offer(at, idx, wire, &mut self.on_access) {
+            Some((arrive, first)) => {
+                if let Some(t) = self.tracer.as_deref_mut() {
+                    t.egress_ahead(at, link_id, idx, &self.pool);
+                    t.ingress(at, next, idx, &self.pool);
+                }
+                self.pool.get_mut(idx).hop += 1;
+                if first {
+                    self.queue
+                        .schedule_arrival(arrive, Event::LinkDeliver { link: next });
+                }
+                true
+            }
+            None => {
+                self.pool.get_mut(idx).flags |= pflags::REFUSED;
+                false
+            }
+        }
+    }
+
+    /// Make room for packet `idx`'s record on an access link (`on_access` grows with the pool).
+    #[inline]
+    fn keep_on_access(&mut self, idx: u32) {
         if idx as usize >= self.on_access.len() {
             self.on_access.resize(
                 self.pool.capacity().max(idx as usize + 1),
                 OnAccess::default(),
             );
         }
+    }
+
+    /// Offer packet `idx` to access link `link_id` (`Topology::access[a]`): what `forward`
+    /// does with a plain DropTail `Link`, on the compact state.
+    #[inline]
+    fn forward_access(&mut self, now: SimTime, link_id: u32, a: usize, idx: u32, wire: u32) {
+        self.keep_on_access(idx);
         match self.topo.access[a].offer(now, idx, wire, &mut self.on_access) {
             Some((at, first)) => {
                 if first {
                     self.queue
-                        .schedule(at, Event::LinkDeliver { link: link_id });
+                        .schedule_arrival(at, Event::LinkDeliver { link: link_id });
                 }
             }
             None => self.drop_packet(idx),
@@ -481,13 +548,10 @@ impl Simulation {
         for o in outs.drain(..) {
             match o {
                 LinkOutput::Sent { pkt, at, ce } => {
-                    if self.topo.links[link_id as usize].push(at, pkt) {
-                        self.queue
-                            .schedule(at, Event::LinkDeliver { link: link_id });
-                    }
                     if ce {
                         self.pool.get_mut(pkt).flags |= pflags::CE;
                     }
+                    self.on_wire(link_id, at, pkt);
                 }
                 LinkOutput::Dropped { pkt, .. } => self.drop_packet(pkt),
             }
@@ -544,7 +608,7 @@ impl Simulation {
                     let link_id = if forward { f } else { r };
                     if self.topo.links[link_id as usize].push(at, pkt) {
                         self.queue
-                            .schedule(at, Event::LinkDeliver { link: link_id });
+                            .schedule_arrival(at, Event::LinkDeliver { link: link_id });
                     }
                 }
                 WifiOutput::Dropped { forward, pkt } => {
@@ -608,16 +672,21 @@ impl Simulation {
         if let Some(t) = next {
             self.prefetch_ahead(link_id);
             self.prefetch_sender_segments(link_id, idx);
-            self.queue.schedule(t, Event::LinkDeliver { link: link_id });
+            self.queue
+                .schedule_arrival(t, Event::LinkDeliver { link: link_id });
         }
         if let Some(t) = self.tracer.as_deref_mut() {
             t.egress(now, link_id, idx, &self.pool);
         }
-        let (route, hop) = {
+        let (route, hop, refused) = {
             let p = self.pool.get_mut(idx);
             p.hop += 1;
-            (p.route, p.hop)
+            (p.route, p.hop, p.has(pflags::REFUSED))
         };
+        if refused {
+            self.drop_packet(idx);
+            return;
+        }
         let r = &self.topo.routes[route as usize];
         if (hop as u32) < r.len {
             self.forward(now, idx);
@@ -668,7 +737,12 @@ impl Simulation {
                 let Some(next) = self.topo.access[a].first() else {
                     return;
                 };
-                (next, AccessLink::behind(next, &self.on_access))
+                let after = AccessLink::behind(next, &self.on_access);
+                // the next delivery reads when the packet after next arrives
+                if let Some(after) = after {
+                    prefetch(&self.on_access[after as usize]);
+                }
+                (next, after)
             }
             None => {
                 let mut ahead = self.topo.links[link_id as usize].in_flight();
@@ -687,25 +761,42 @@ impl Simulation {
             self.prefetch_link(self.topo.route_link(p.route, hop));
             // its last hop: the endpoint it reaches answers on its own access link
             if hop as u32 + 1 == r.len {
-                if let Dest::Conn { conn, side } = r.dest {
-                    let c = &self.conns[conn as usize];
-                    let back = match side {
-                        Side::Sender => {
-                            prefetch(&c.sender);
-                            Topology::data_route(conn)
-                        }
-                        Side::Receiver => {
-                            prefetch(&c.receiver);
-                            Topology::ack_route(conn)
-                        }
-                    };
-                    self.prefetch_link(self.topo.route_link(back, 0));
-                }
+                self.prefetch_endpoint(r.dest, false);
             }
+        } else {
+            // it reaches its endpoint with this delivery (an access link handed the packet
+            // ahead of time, `on_wire`): that endpoint, and for an ACK the scoreboard
+            self.prefetch_endpoint(r.dest, true);
         }
         if let Some(after) = after {
             self.pool.prefetch(after);
         }
+    }
+
+    /// Ask for what endpoint `dest` reads when a packet reaches it: its sender or receiver
+    /// (every ACK touches most of a sender's 18 cache lines) and the access link it answers
+    /// on; with `segments`, for an ACK also the scoreboard's first segments, which it will
+    /// take off and which were last touched a round trip ago.
+    #[inline]
+    fn prefetch_endpoint(&self, dest: Dest, segments: bool) {
+        let Dest::Conn { conn, side } = dest else {
+            return;
+        };
+        let c = &self.conns[conn as usize];
+        let back = match side {
+            Side::Sender => {
+                prefetch(&c.sender);
+                if let (true, Some(s)) = (segments, c.sender.linux()) {
+                    s.sb.prefetch_front(3);
+                }
+                Topology::data_route(conn)
+            }
+            Side::Receiver => {
+                prefetch(&c.receiver);
+                Topology::ack_route(conn)
+            }
+        };
+        self.prefetch_link(self.topo.route_link(back, 0));
     }
 
     /// Packet `idx` leaves long link `link_id` for the last hop to a Linux sender, which was
@@ -739,7 +830,11 @@ impl Simulation {
     #[inline]
     fn link_delay(&self, link_id: u32) -> SimDuration {
         match self.topo.access_index(link_id) {
-            Some(a) => self.topo.access[a].delay(),
+            // packets handed over ahead of time wait on it for their feeder's delay too
+            Some(a) => match self.topo.access_feeder[a] {
+                NO_FEEDER => self.topo.access[a].delay(),
+                f => self.topo.access[a].delay() + self.topo.links[f as usize].delay,
+            },
             None => self.topo.links[link_id as usize].delay,
         }
     }

@@ -17,7 +17,9 @@
 //! and not in the receiver-side one. Each capture point is one pcapng file with both
 //! directions (`<segment>.sender-side.pcapng`), so Wireshark's TCP analysis pairs data and
 //! ACKs; frames are built by `frame` and written by `pcapng` as they happen, so memory
-//! does not grow with the run.
+//! does not grow with the run. (A packet the event loop hands to the next link ahead of
+//! time, `Simulation::on_wire`, is seen leaving its link then, `egress_ahead`: its frame
+//! waits, at most a link's worth of packets, until the file reaches its time.)
 //!
 //! Filters: flows (by index), a time window `[from, to)` and the segments; the event log
 //! takes the flows and the window. Tracing only reads the simulation's state: the
@@ -41,6 +43,7 @@ use events::EventLog;
 use frame::{ConnWire, Dir, Frame};
 use pcapng::{Direction, PcapngWriter};
 use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -125,6 +128,14 @@ struct Capture {
     side: &'static str,
 }
 
+/// A frame captured ahead of its time.
+struct Ahead {
+    t_ns: u64,
+    frame: Vec<u8>,
+    orig_len: u32,
+    dir: Direction,
+}
+
 /// Which capture a link's ingress and egress feed, and the direction packets have there.
 #[derive(Copy, Clone, Default)]
 struct Tap {
@@ -148,6 +159,8 @@ pub struct Tracer {
     captures: Vec<Capture>,
     events: Option<(EventLog<Out>, PathBuf)>,
     frame: Vec<u8>,
+    /// Per capture: frames seen ahead of their time (`egress_ahead`), in time order.
+    ahead: Vec<VecDeque<Ahead>>,
     /// The first write error (then nothing more is written).
     error: Option<String>,
 }
@@ -326,7 +339,8 @@ impl Tracer {
             .collect();
         Ok(Tracer {
             from_ns: spec.from_ns,
-            to_ns,
+            // nothing at or after the end happens (a frame seen ahead may be due later)
+            to_ns: to_ns.min(sim.end.ns()),
             snaplen: spec.snaplen_bytes as usize,
             flows,
             conn_flow: sim.conns.iter().map(|c| c.flow).collect(),
@@ -337,6 +351,7 @@ impl Tracer {
                 .collect(),
             udp_route_flow,
             taps,
+            ahead: captures.iter().map(|_| VecDeque::new()).collect(),
             captures,
             events,
             frame: Vec::with_capacity(256),
@@ -365,10 +380,57 @@ impl Tracer {
         }
     }
 
+    /// Packet `idx` leaves `link` at `at`, which is later than the events written so far
+    /// (`Simulation::on_wire`): its frame is kept until its capture file reaches `at`.
+    #[inline]
+    pub fn egress_ahead(&mut self, at: SimTime, link: u32, idx: u32, pool: &PacketPool) {
+        let Some((cap, dir)) = self.taps[link as usize].egress else {
+            return;
+        };
+        if self.error.is_some() || !self.in_window(at) {
+            return;
+        }
+        if let Some(orig_len) = self.build(idx, pool) {
+            self.ahead[cap as usize].push_back(Ahead {
+                t_ns: at.ns(),
+                frame: self.frame.clone(),
+                orig_len,
+                dir,
+            });
+        }
+    }
+
     fn capture(&mut self, now: SimTime, cap: u16, d: Direction, idx: u32, pool: &PacketPool) {
         if self.error.is_some() || !self.in_window(now) {
             return;
         }
+        let Some(orig) = self.build(idx, pool) else {
+            return;
+        };
+        self.write_ahead(cap as usize, now.ns());
+        let c = &mut self.captures[cap as usize];
+        if let Err(e) = c.writer.packet(now.ns(), &self.frame, orig, Some(d)) {
+            self.error = Some(format!("cannot write {}: {e}", c.path.display()));
+        }
+    }
+
+    /// Write capture `cap`'s frames seen ahead whose time is `t_ns` or before.
+    fn write_ahead(&mut self, cap: usize, t_ns: u64) {
+        let c = &mut self.captures[cap];
+        while let Some(a) = self.ahead[cap].front() {
+            if a.t_ns > t_ns || self.error.is_some() {
+                break;
+            }
+            if let Err(e) = c.writer.packet(a.t_ns, &a.frame, a.orig_len, Some(a.dir)) {
+                self.error = Some(format!("cannot write {}: {e}", c.path.display()));
+            }
+            self.ahead[cap].pop_front();
+        }
+    }
+
+    /// Build packet `idx`'s frame in `self.frame`; its length on the wire, or `None` if it
+    /// is not traced (a flow filtered out, cross traffic).
+    fn build(&mut self, idx: u32, pool: &PacketPool) -> Option<u32> {
         let p: &PacketHead = pool.get(idx);
         let route = p.route as usize;
         let n_routes = 2 * self.wires.len();
@@ -379,7 +441,7 @@ impl Tracer {
         if route < n_routes {
             let conn = route / 2;
             if !self.flows[self.conn_flow[conn] as usize] {
-                return;
+                return None;
             }
             let dir = if route.is_multiple_of(2) {
                 Dir::ToReceiver
@@ -395,15 +457,11 @@ impl Tracer {
                 .copied()
                 .unwrap_or(u32::MAX);
             if flow == u32::MAX || !self.flows[flow as usize] {
-                return;
+                return None;
             }
             frame::udp_frame(flow, p, self.snaplen, &mut f);
         }
-        let orig = f.orig_len;
-        let c = &mut self.captures[cap as usize];
-        if let Err(e) = c.writer.packet(now.ns(), &self.frame, orig, Some(d)) {
-            self.error = Some(format!("cannot write {}: {e}", c.path.display()));
-        }
+        Some(f.orig_len)
     }
 
     /// The data sender of `conn` acted at `now`, sending `sent`.
@@ -427,7 +485,11 @@ impl Tracer {
     }
 
     /// Flush every output; what was written, or the first error.
-    pub fn finish(self) -> Result<TraceReport, String> {
+    pub fn finish(mut self) -> Result<TraceReport, String> {
+        for cap in 0..self.captures.len() {
+            // every frame kept is due before the end (`egress_ahead` checks the window)
+            self.write_ahead(cap, u64::MAX);
+        }
         if let Some(e) = self.error {
             return Err(e);
         }
