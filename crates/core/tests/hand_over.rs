@@ -108,3 +108,47 @@ fn a_cbr_flow_beside_a_tcp_flow_is_the_same() {
     let (with, without) = same_results(&cfg);
     assert!(with < without);
 }
+
+/// Which access links are handed packets: on a dumbbell, each flow's router ports (the
+/// receiver's for data, the sender's for ACKs), fed by the bottleneck's two directions; never
+/// a host's own interface, which its host feeds. Behind a gateway PEP the client's port is
+/// fed by the last segment and the server's by the first.
+#[test]
+fn router_ports_are_fed_by_one_link_and_host_interfaces_by_their_host() {
+    use tcplab_core::net::topology::NO_FEEDER;
+    let sim = Simulation::new(
+        Spec {
+            flows: 2,
+            ..Spec::geo("cubic")
+        }
+        .build(),
+    )
+    .unwrap();
+    let t = &sim.topo;
+    let (f, r) = (t.bottleneck_fwd, t.bottleneck_rev);
+    // per flow: sender_up, receiver_down, receiver_up, sender_down
+    assert_eq!(
+        t.access_feeder,
+        [NO_FEEDER, f, NO_FEEDER, r, NO_FEEDER, f, NO_FEEDER, r]
+    );
+    let dir = json!({"rate_bps": 10_000_000u64, "delay_ns": 10_000_000u64,
+                     "queue": {"limit_pkts": 100}});
+    let seg = |name: &str| json!({"name": name, "forward": dir, "reverse": dir});
+    let v = json!({"name": "pep", "seed": 1, "duration_ns": 1_000_000_000u64,
+        "path": {"pep": "gateway", "segments": [seg("internet"), seg("satellite"), seg("last")]},
+        "access": {"rate_bps": 1_000_000_000u64, "delay_ns": 100_000},
+        "flows": [{"cca": "cubic", "app": {"kind": "bulk"}, "pep": {"cca": "hybla"}}]});
+    let sim = Simulation::new(ScenarioConfig::from_json(&v.to_string()).unwrap()).unwrap();
+    let t = &sim.topo;
+    let names: Vec<&str> = t.links.iter().map(|l| l.name.as_str()).collect();
+    let link = |name: &str| names.iter().position(|n| *n == name).expect(name) as u32;
+    assert_eq!(
+        t.access_feeder,
+        [
+            NO_FEEDER,
+            link("last.forward"),
+            NO_FEEDER,
+            link("internet.reverse")
+        ]
+    );
+}
