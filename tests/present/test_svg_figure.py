@@ -13,6 +13,7 @@ import pytest
 from tcplab.present.chart import Chart, Panel, Point, Series
 from tcplab.present.style import line_style, make_style
 from tcplab.present.svg_axes import log_ticks, nice_ticks, text_width
+from tcplab.present.svg_canvas import path_of
 from tcplab.present.svg_figure import svg_figure
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -263,3 +264,12 @@ def test_awkward_charts_still_give_well_formed_svg(style: str) -> None:
         assert root.tag == f"{SVG}svg"
     # text is text, escaped and read back as written
     assert label in [t.text for t in _texts(root)]
+
+
+def test_a_polyline_writes_tenths_and_leaves_out_points_that_round_alike() -> None:
+    # 0.04 and -0.04 both round to 0 (no "-0"); 1.25 rounds to 1.2 (binary 1.25 is exact,
+    # Python rounds half to even) but 10.05 to 10.1 (stored slightly above); -3.0 loses its
+    # ".0"; (0.01, 0.02) rounds to the previous point and is left out, (1.26, 2.0) is not.
+    points = [(0.04, -0.04), (0.01, 0.02), (1.25, 2.0), (1.26, 2.0), (-3.0, 10.05)]
+    assert path_of(points) == "M0 0L1.2 2L1.3 2L-3 10.1"
+    assert path_of([]) == ""

@@ -188,11 +188,18 @@ class Canvas:
 
 
 def path_of(points: Sequence[tuple[float, float]]) -> str:
-    """An open polyline; a point that rounds to the previous one is left out."""
+    """An open polyline; a point that rounds to the previous one is left out. (Each
+    coordinate as `num` writes it, inlined: a 600 s series panel has tens of thousands.)"""
     out: list[str] = []
     last = ""
     for x, y in points:
-        here = f"{num(x)} {num(y)}"
+        a = f"{x:.1f}"
+        if a[-2:] == ".0":
+            a = "0" if a == "-0.0" else a[:-2]
+        b = f"{y:.1f}"
+        if b[-2:] == ".0":
+            b = "0" if b == "-0.0" else b[:-2]
+        here = f"{a} {b}"
         if here != last:
             out.append(here)
             last = here
