@@ -273,3 +273,15 @@ def test_a_polyline_writes_tenths_and_leaves_out_points_that_round_alike() -> No
     points = [(0.04, -0.04), (0.01, 0.02), (1.25, 2.0), (1.26, 2.0), (-3.0, 10.05)]
     assert path_of(points) == "M0 0L1.2 2L1.3 2L-3 10.1"
     assert path_of([]) == ""
+
+
+def test_a_scale_maps_many_values_as_it_maps_one() -> None:
+    from tcplab.present.svg_axes import Scale
+
+    # [0, 10] onto [100, 200]: 5 is half way; a log scale [1, 100] onto [0, 10]: 10 is too
+    lin, log = Scale(0.0, 10.0, 100.0, 200.0), Scale(1.0, 100.0, 0.0, 10.0, log=True)
+    assert lin.many([0.0, 5.0, 10.0, 2.5]) == [100.0, 150.0, 200.0, 125.0]
+    assert log.many([1.0, 10.0, 100.0]) == [0.0, 5.0, 10.0]
+    values = [0.1 * i for i in range(1, 300)]
+    assert lin.many(values) == [lin(v) for v in values]
+    assert log.many(values) == [log(v) for v in values]

@@ -108,6 +108,18 @@ class Scale:
             a, b = self.low, self.high
         return self.start + (v - a) / (b - a) * (self.end - self.start)
 
+    def many(self, values: Sequence[float]) -> list[float]:
+        """`self(v)` of each value, the same arithmetic without a call each (a 600 s series
+        panel has tens of thousands of points)."""
+        a, b, start = self.low, self.high, self.start
+        span, width = b - a, self.end - start
+        if self.log:
+            a, b = math.log10(self.low), math.log10(self.high)
+            span = b - a
+            log10 = math.log10
+            return [start + (log10(v) - a) / span * width for v in values]
+        return [start + (v - a) / span * width for v in values]
+
 
 @dataclass(frozen=True)
 class Ticks:

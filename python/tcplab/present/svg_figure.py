@@ -398,7 +398,7 @@ def _over_time(
     """A time series drawn as `s.mark` says (see `chart.Mark`)."""
     colour, lw = s.style.colour, style.line_width
     canvas.add(f'<g id="{gid}">')
-    xy = [(f.x(float(p.x)), f.y(p.y)) for p in pts]
+    xy = list(zip(f.x.many([float(p.x) for p in pts]), f.y.many([p.y for p in pts]), strict=True))
     if s.mark == "strokes":
         d = "".join(
             f"M{num(x)} {num(f.y(p.low))}V{num(f.y(p.high))}"
