@@ -24,9 +24,9 @@
 //! front of `at_last` and, when that is empty, finds the earliest time in the lowest
 //! non-empty bucket (lowest level, then lowest digit: two bit scans), makes it `last`, and
 //! spreads that bucket over the lower levels. An event only ever moves to a lower level, so
-//! it moves at most once per digit of how far ahead it was scheduled (a packet's next hop
-//! a few microseconds ahead: 3 or 4 times; a 200 ms timer: at most 7), whatever the number
-//! of pending events. (With one bit per level, as in the paper, a 200 ms timer moved up to
+//! it moves at most once per digit of how far ahead it was scheduled, in keys (twice the
+//! nanoseconds, see above: a packet's next hop a few microseconds ahead, 3 or 4 times; a
+//! 200 ms timer, at most 8), whatever the number of pending events. (With one bit per level, as in the paper, a 200 ms timer moved up to
 //! 28 times; at 1,000 flows the spreading was a sixth of a run's instructions.)
 //!
 //! FIFO among equal times needs no sequence numbers: events of one time always share a
