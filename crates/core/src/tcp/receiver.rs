@@ -23,10 +23,10 @@ use crate::engine::time::{SimDuration, SimTime};
 use crate::net::packet::{self, flags, Packet, PacketKind, SackBlock, SYN_OPTION_BYTES};
 use crate::scenario::AppConfig;
 use crate::tcp::connection::TimerSlot;
+use crate::tcp::intervals::IntervalSet;
 use crate::tcp::linux::rtt::RttEstimator;
 use crate::tcp::linux::sender::REQUEST_BYTES;
 use crate::tcp::rcvbuf::{skb_truesize, RcvBufPolicy, RcvSpace};
-use std::collections::BTreeMap;
 
 /// Linux `TCP_DELACK_MIN`.
 pub const DELACK: SimDuration = SimDuration::from_ms(40);
@@ -102,7 +102,7 @@ pub struct Receiver {
     start: SimTime,
     pub rcv_nxt: u64,
     /// Out-of-order data: merged byte ranges above rcv_nxt.
-    ofo: BTreeMap<u64, u64>,
+    ofo: IntervalSet,
     ofo_bytes: u64,
     sacks: [SackBlock; NUM_SACKS],
     n_sacks: usize,
@@ -172,7 +172,7 @@ impl Receiver {
             state: RcvState::Closed,
             start: SimTime::ZERO,
             rcv_nxt: 0,
-            ofo: BTreeMap::new(),
+            ofo: IntervalSet::new(),
             ofo_bytes: 0,
             sacks: [SackBlock::default(); NUM_SACKS],
             n_sacks: 0,
@@ -506,11 +506,11 @@ impl Receiver {
                 self.event_data_recv(now, p.len);
             }
             // Pull in out-of-order data the segment made contiguous.
-            while let Some((&s, &e)) = self.ofo.first_key_value() {
+            while let Some((s, e)) = self.ofo.first() {
                 if s > self.rcv_nxt {
                     break;
                 }
-                self.ofo.remove(&s);
+                self.ofo.pop_first();
                 self.ofo_bytes -= e - s;
                 if e > self.rcv_nxt {
                     self.advance(e);
@@ -608,8 +608,8 @@ impl Receiver {
     /// From rcv_nxt to the end of the highest out-of-order data.
     fn ofo_span(&self) -> u64 {
         self.ofo
-            .last_key_value()
-            .map_or(0, |(_, &e)| e.saturating_sub(self.rcv_nxt))
+            .last()
+            .map_or(0, |(_, e)| e.saturating_sub(self.rcv_nxt))
     }
 
     /// The whole file and the sender's FIN are in.
@@ -671,32 +671,17 @@ impl Receiver {
 
     /// Queue `[seq, end)` out of order and update the SACK list.
     fn insert_ofo(&mut self, seq: u64, end: u64) {
-        let mut ms = seq;
-        let mut me = end;
         let mut covered = 0u64;
-        // Merge with touching/overlapping ranges.
-        let lo = self
-            .ofo
-            .range(..=seq)
-            .next_back()
-            .filter(|(_, &e)| e >= seq)
-            .map(|(&s, _)| s)
-            .unwrap_or(seq);
-        let overlapping: Vec<(u64, u64)> =
-            self.ofo.range(lo..=end).map(|(&s, &e)| (s, e)).collect();
-        for (s, e) in overlapping {
+        let mut absorbed_bytes = 0u64;
+        let (ms, me) = self.ofo.insert(seq, end, |s, e| {
             covered += e.min(end).saturating_sub(s.max(seq));
-            self.ofo.remove(&s);
-            self.ofo_bytes -= e - s;
-            ms = ms.min(s);
-            me = me.max(e);
-        }
+            absorbed_bytes += e - s;
+        });
+        self.ofo_bytes = self.ofo_bytes - absorbed_bytes + (me - ms);
         if covered == end - seq && self.cfg.sack && self.cfg.dsack {
             self.dsack = Some(SackBlock { start: seq, end });
         }
         self.stats.dup_bytes += covered;
-        self.ofo.insert(ms, me);
-        self.ofo_bytes += me - ms;
         if !self.cfg.sack {
             return;
         }

@@ -13,8 +13,9 @@
 //! Counters follow Linux: `packets_out`, `sacked_out`, `lost_out`, `retrans_out`, so
 //! `in_flight = packets_out − sacked_out − lost_out + retrans_out`.
 use crate::engine::time::SimTime;
+use crate::tcp::intervals::IntervalSet;
 use crate::tcp::linux::rate::TxStamp;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 
 /// Segment state bits (Linux `TCPCB_*`).
 pub mod segflags {
@@ -69,7 +70,7 @@ pub struct Scoreboard {
     pub lost_out: u32,
     pub retrans_out: u32,
     /// SACKed segment-number ranges `[start, end)`, disjoint and merged.
-    sacked: BTreeMap<u64, u64>,
+    sacked: IntervalSet,
     /// Lost segments waiting for a retransmission.
     lost_q: BTreeSet<u64>,
     ts_head: u64,
@@ -95,7 +96,7 @@ impl Scoreboard {
             sacked_out: 0,
             lost_out: 0,
             retrans_out: 0,
-            sacked: BTreeMap::new(),
+            sacked: IntervalSet::new(),
             lost_q: BTreeSet::new(),
             ts_head: NIL,
             ts_tail: NIL,
@@ -241,8 +242,11 @@ impl Scoreboard {
         while self.front < new_front && !self.segs.is_empty() {
             let no = self.front;
             self.ts_unlink(no);
-            self.lost_q.remove(&no);
             let mut s = self.segs.pop_front().expect("non-empty");
+            // Only a lost segment not yet retransmitted waits in `lost_q`.
+            if s.flags & (LOST | RETRANS) == LOST {
+                self.lost_q.remove(&no);
+            }
             if s.has(SACKED) {
                 self.sacked_out -= 1;
             }
@@ -256,17 +260,7 @@ impl Scoreboard {
             self.front += 1;
         }
         // Drop SACK intervals now below the cumulative ACK.
-        while let Some((&start, &end)) = self.sacked.first_key_value() {
-            if end <= self.front {
-                self.sacked.remove(&start);
-            } else {
-                if start < self.front {
-                    self.sacked.remove(&start);
-                    self.sacked.insert(self.front, end);
-                }
-                break;
-            }
-        }
+        self.sacked.trim_below(self.front);
     }
 
     /// Mark segments `[start, end)` SACKed. `visit(no, seg)` is called for each newly SACKed
@@ -277,52 +271,31 @@ impl Scoreboard {
         if start >= end {
             return 0;
         }
-        // Collect the uncovered gaps of [start, end) and the merged interval.
-        let mut merged_start = start;
-        let mut merged_end = end;
+        // Collect the uncovered gaps of [start, end) between the intervals it merges with.
         let mut gaps: [(u64, u64); 8] = [(0, 0); 8];
         let mut n_gaps = 0;
         let mut overflow_gaps: Vec<(u64, u64)> = Vec::new();
+        let mut add_gap = |g: (u64, u64)| {
+            if n_gaps < gaps.len() {
+                gaps[n_gaps] = g;
+                n_gaps += 1;
+            } else {
+                overflow_gaps.push(g);
+            }
+        };
         let mut cursor = start;
-        // Intervals that touch or overlap [start, end).
-        let first_key = self
-            .sacked
-            .range(..=start)
-            .next_back()
-            .filter(|(_, &e)| e >= start)
-            .map(|(&s, _)| s)
-            .unwrap_or(start);
-        let overlapping: Vec<(u64, u64)> = self
-            .sacked
-            .range(first_key..=end)
-            .map(|(&s, &e)| (s, e))
-            .collect();
-        for (s, e) in overlapping {
-            self.sacked.remove(&s);
-            merged_start = merged_start.min(s);
-            merged_end = merged_end.max(e);
+        self.sacked.insert(start, end, |s, e| {
             if s > cursor {
                 let g = (cursor, s.min(end));
                 if g.0 < g.1 {
-                    if n_gaps < gaps.len() {
-                        gaps[n_gaps] = g;
-                        n_gaps += 1;
-                    } else {
-                        overflow_gaps.push(g);
-                    }
+                    add_gap(g);
                 }
             }
             cursor = cursor.max(e);
-        }
+        });
         if cursor < end {
-            if n_gaps < gaps.len() {
-                gaps[n_gaps] = (cursor, end);
-                n_gaps += 1;
-            } else {
-                overflow_gaps.push((cursor, end));
-            }
+            add_gap((cursor, end));
         }
-        self.sacked.insert(merged_start, merged_end);
         let mut newly = 0;
         for &(gs, ge) in gaps[..n_gaps].iter().chain(overflow_gaps.iter()) {
             for no in gs..ge {
@@ -345,7 +318,9 @@ impl Scoreboard {
                 }
                 self.at(no).flags |= SACKED;
                 self.sacked_out += 1;
-                self.lost_q.remove(&no);
+                if flags & (LOST | RETRANS) == LOST {
+                    self.lost_q.remove(&no);
+                }
                 self.ts_unlink(no);
                 newly += 1;
             }
@@ -366,7 +341,7 @@ impl Scoreboard {
 
     /// Highest SACKed segment number + 1 (0 if nothing SACKed).
     pub fn highest_sacked_end(&self) -> Option<u64> {
-        self.sacked.last_key_value().map(|(_, &e)| e)
+        self.sacked.last().map(|(_, e)| e)
     }
 
     /// Number of SACKed blocks (holes + 1) currently on the scoreboard.
@@ -378,7 +353,7 @@ impl Scoreboard {
     /// Every un-SACKed segment below it has ≥ dupthresh SACKed segments above it.
     pub fn dupthresh_boundary(&self, dupthresh: u32) -> Option<u64> {
         let mut need = dupthresh as u64;
-        for (&s, &e) in self.sacked.iter().rev() {
+        for (s, e) in self.sacked.iter().rev() {
             let n = e - s;
             if n >= need {
                 return Some(e - need);
