@@ -96,10 +96,13 @@ impl IntervalSet {
             return (start, end);
         }
         // The range reaching `start` from below, if any, and all starting up to `end`.
-        let from = self
-            .ranges
-            .range(..=start)
-            .next_back()
+        let below = self.ranges.range(..=start).next_back();
+        if let Some((&s, &e)) = below.filter(|(_, &e)| e >= end) {
+            // Already covered (a SACK block repeated by every ACK until its hole fills).
+            absorbed(s, e);
+            return (s, e);
+        }
+        let from = below
             .filter(|(_, &e)| e >= start)
             .map_or(start, |(&s, _)| s);
         let (mut merged_start, mut merged_end) = (start, end);
