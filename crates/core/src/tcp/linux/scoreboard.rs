@@ -40,6 +40,7 @@ pub struct Seg {
     /// Time of the latest transmission.
     pub tx_time: SimTime,
     pub stamp: TxStamp,
+    /// Transmission-order list links; the head's `prev` is stale (never read).
     prev: u64,
     next: u64,
     in_ts: bool,
@@ -158,15 +159,20 @@ impl Scoreboard {
         if !in_ts {
             return;
         }
-        if prev == NIL {
+        if no == self.ts_head {
+            // The usual case (the oldest transmission is acknowledged first): the new head's
+            // `prev` is left as it is, never read, so its record is not written.
             self.ts_head = next;
+            if next == NIL {
+                self.ts_tail = NIL;
+            }
         } else {
             self.at(prev).next = next;
-        }
-        if next == NIL {
-            self.ts_tail = prev;
-        } else {
-            self.at(next).prev = prev;
+            if next == NIL {
+                self.ts_tail = prev;
+            } else {
+                self.at(next).prev = prev;
+            }
         }
         let s = self.at(no);
         s.in_ts = false;
@@ -440,7 +446,11 @@ impl Scoreboard {
         let t = self.at(no).tx_time;
         let mut cur = self.ts_tail;
         while cur != NIL && self.get(cur).is_some_and(|s| s.tx_time > t) {
-            cur = self.get(cur).map_or(NIL, |s| s.prev);
+            cur = if cur == self.ts_head {
+                NIL
+            } else {
+                self.get(cur).map_or(NIL, |s| s.prev)
+            };
         }
         if cur == NIL {
             let head = self.ts_head;
@@ -530,13 +540,20 @@ impl Scoreboard {
         let mut n_ts = 0;
         let mut cur = self.ts_head;
         let mut last_t = SimTime::ZERO;
+        let mut before = NIL;
         while cur != NIL {
             let s = self.get(cur).expect("ts entry in queue");
             assert!(s.tx_time >= last_t, "ts list out of transmission order");
+            assert!(
+                cur == self.ts_head || s.prev == before,
+                "ts list: a segment after the head links back to its predecessor"
+            );
             last_t = s.tx_time;
             n_ts += 1;
+            before = cur;
             cur = s.next;
         }
+        assert_eq!(before, self.ts_tail, "ts list ends at its tail");
         let expect_ts = self.segs.iter().filter(|s| s.in_ts).count();
         assert_eq!(n_ts, expect_ts);
         for &no in &self.lost_q {
@@ -637,6 +654,66 @@ mod tests {
         assert_eq!((lost, wait), (2, 7));
         assert_eq!(b.lost_out, 2);
         b.check_invariants();
+    }
+
+    /// Random sends, SACKs, losses, retransmissions, cumulative ACKs, timeouts and undos:
+    /// after each, the counters match the segments' flags, the SACK intervals cover exactly
+    /// the SACKed segments and the transmission-order list links every segment in flight
+    /// both ways in time order (`check_invariants`).
+    #[test]
+    fn random_operations_keep_the_board_consistent() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rnd = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let mut b = Scoreboard::new(1000);
+        let mut now = 0;
+        for _ in 0..20_000 {
+            now += 1;
+            match rnd(16) {
+                0..=4 => {
+                    b.push_new(1000, SimTime(now), TxStamp::default());
+                }
+                5..=6 => {
+                    let start = b.front() + rnd(b.packets_out() as u64 + 1);
+                    b.sack(start, start + 1 + rnd(4), |_, _| {});
+                }
+                7..=8 if !b.is_empty() => {
+                    b.mark_lost(b.front() + rnd(b.packets_out() as u64));
+                }
+                9..=10 => {
+                    if let Some(no) = b.next_lost() {
+                        b.on_retransmit(no, SimTime(now), TxStamp::default());
+                    }
+                }
+                11..=12 => {
+                    let through = b.front() + rnd(b.packets_out() as u64 / 2 + 1);
+                    b.ack_through(through, |_, _| {});
+                }
+                13 => {
+                    let newest = SimTime(now.saturating_sub(rnd(8)));
+                    b.rack_walk(
+                        |_, s| s.tx_time < newest,
+                        |s| {
+                            if s.tx_time.ns() + 4 < now {
+                                RackVerdict::Lost
+                            } else {
+                                RackVerdict::Wait(1)
+                            }
+                        },
+                    );
+                }
+                14 if rnd(8) == 0 => {
+                    b.mark_all_lost(|no, _| no % 3 == 0);
+                }
+                15 if rnd(4) == 0 => b.unmark_all_lost(),
+                _ => {}
+            }
+            b.check_invariants();
+        }
     }
 
     #[test]
