@@ -35,7 +35,7 @@ from ..runner import run_scenario
 from ..scenario.load import load_scenario
 from .demo import builtin_scenario
 from .scaling import print_scaling, run_scaling
-from .studybench import print_study_benchmarks, run_study_benchmarks
+from .studybench import print_study_benchmarks, run_study_benchmarks, study_targets
 from .trace_bench import describe as describe_trace
 from .trace_bench import run_trace_benchmark
 
@@ -286,6 +286,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "repeat": args.repeat,
         "benchmarks": [asdict(row) for row in rows],
         "studies": [row.as_dict() for row in studies],
+        "study_targets": [{**asdict(t), "met": t.met} for t in study_targets(studies)],
         "geo_run_process_s": geo_process_s,
         "tracing": {**asdict(trace), "null_ratio": trace.null_ratio},
         "scaling": [point.as_dict() for point in scaling],

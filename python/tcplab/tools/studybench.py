@@ -25,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -83,6 +83,9 @@ class StudyBench:
     core_cpu_s: float
     report_wall_s: float
     report_cpu_s: float
+    #: which of the benchmark's commands this is (`SHORT_ROLE`, `FULL_ROLE`, `REPORT_ROLE`);
+    #: empty when the runs' length was changed, so the study's targets do not apply
+    role: str = ""
 
     @property
     def core_share(self) -> float:
@@ -135,6 +138,65 @@ def measure(argv: Sequence[str], cwd: Path) -> StudyBench:
 #: The published study of the benchmark, and its cheap variant (one seed of 60 s runs).
 STUDY: Final = "geo-leaky"
 SHORT: Final = ("--duration", "60s", "--repetitions", "1")
+SHORT_ROLE: Final = "60 s variant"
+FULL_ROLE: Final = "whole study"
+REPORT_ROLE: Final = "report alone"
+
+#: What the study may cost on a 2-core machine: the whole study end to end (sweep, summary
+#: table and report) in wall seconds; at least this share of the sweep's CPU time inside the
+#: core; `tcplab report` alone on its database, whole process, in wall seconds; and the 60 s
+#: variant's CPU seconds: a third of the 14.0 it took when these targets were set
+#: (2026-11-27, README "Benchmark").
+FULL_STUDY_MAX_WALL_S: Final = 90.0
+SWEEP_MIN_CORE_SHARE: Final = 0.85
+REPORT_MAX_WALL_S: Final = 3.0
+SHORT_VARIANT_MAX_CPU_S: Final = 14.0 / 3
+
+
+@dataclass(frozen=True)
+class Target:
+    """One target of the study benchmark and what this run measured."""
+
+    what: str
+    measured: float
+    limit: float
+    #: True: met when `measured <= limit`; False: when `measured >= limit`
+    at_most: bool
+    unit: str
+
+    @property
+    def met(self) -> bool:
+        return self.measured <= self.limit if self.at_most else self.measured >= self.limit
+
+    def describe(self) -> str:
+        sign = "<=" if self.at_most else ">="
+        verdict = "met" if self.met else "missed"
+        return (
+            f"{self.what}: {self.measured:.2f} {self.unit} "
+            f"(target {sign} {self.limit:.2f} {self.unit}): {verdict}"
+        )
+
+
+def study_targets(rows: Sequence[StudyBench]) -> list[Target]:
+    """The targets the rows measure (none for rows of shortened runs)."""
+    out = []
+    for r in rows:
+        if r.role == SHORT_ROLE:
+            out.append(Target(f"{r.role}, CPU", r.cpu_s, SHORT_VARIANT_MAX_CPU_S, True, "s"))
+        elif r.role == FULL_ROLE:
+            out.append(Target(f"{r.role}, wall", r.wall_s, FULL_STUDY_MAX_WALL_S, True, "s"))
+            out.append(
+                Target(
+                    f"{r.role}, core share of the sweep's CPU",
+                    r.core_share,
+                    SWEEP_MIN_CORE_SHARE,
+                    False,
+                    "",
+                )
+            )
+        elif r.role == REPORT_ROLE:
+            out.append(Target(f"{r.role}, wall", r.wall_s, REPORT_MAX_WALL_S, True, "s"))
+    return out
 
 
 def run_study_benchmarks(
@@ -147,13 +209,17 @@ def run_study_benchmarks(
     short = [*SHORT[:1], duration, *SHORT[2:]] if duration else list(SHORT)
     whole = ["--duration", duration] if duration else []
     out = []
+
+    def run(argv: list[str], cwd: Path, role: str) -> None:
+        out.append(replace(measure(argv, cwd), role="" if duration else role))
+
     with tempfile.TemporaryDirectory(prefix="tcplab-bench-") as tmp:
         cwd = Path(tmp)
         base = ["study", "run", STUDY, "--no-progress", *jobs_args]
-        out.append(measure([*base, *short, "--db", "short.duckdb"], cwd))
+        run([*base, *short, "--db", "short.duckdb"], cwd, SHORT_ROLE)
         if full:
-            out.append(measure([*base, *whole, "--db", "full.duckdb"], cwd))
-            out.append(measure(["report", "full.duckdb", "-o", "again.html"], cwd))
+            run([*base, *whole, "--db", "full.duckdb"], cwd, FULL_ROLE)
+            run(["report", "full.duckdb", "-o", "again.html"], cwd, REPORT_ROLE)
     return out
 
 
@@ -189,3 +255,5 @@ def print_study_benchmarks(rows: Sequence[StudyBench]) -> None:
             f"{r.report_cpu_s:.2f}",
         )
     Console(highlight=False, width=None if sys.stdout.isatty() else 200).print(table)
+    for target in study_targets(rows):
+        print(f"study target, {target.describe()}")
