@@ -144,9 +144,9 @@ REPORT_ROLE: Final = "report alone"
 
 #: What the study may cost on a 2-core machine: the whole study end to end (sweep, summary
 #: table and report) in wall seconds; at least this percentage of the sweep's CPU time
-#: inside the core; `tcplab report` alone on its database, whole process, in wall seconds; and the 60 s
-#: variant's CPU seconds: a third of the 14.0 it took when these targets were set
-#: (2026-11-27, README "Benchmark").
+#: inside the core; `tcplab report` alone on its database, whole process, in wall seconds;
+#: and the 60 s variant's CPU seconds: a third of the 14.0 it took when these targets were
+#: set (2026-11-27, README "Benchmark").
 FULL_STUDY_MAX_WALL_S: Final = 90.0
 SWEEP_MIN_CORE_PERCENT: Final = 85.0
 REPORT_MAX_WALL_S: Final = 3.0
