@@ -5,7 +5,11 @@ and the 60 s variant three times faster than the 14.0 CPU-s it took when they we
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
+from tcplab.tools.bench import write_json
 from tcplab.tools.studybench import (
     FULL_ROLE,
     REPORT_ROLE,
@@ -22,8 +26,9 @@ def _row(role: str, wall_s: float, cpu_s: float, core_cpu_s: float = 0.0) -> Stu
         runs=2880 if role == FULL_ROLE else (288 if role == SHORT_ROLE else 0),
         wall_s=wall_s,
         cpu_s=cpu_s,
-        sweep_wall_s=wall_s,
-        sweep_cpu_s=cpu_s,
+        # `tcplab report` alone runs no sweep
+        sweep_wall_s=0.0 if role == REPORT_ROLE else wall_s,
+        sweep_cpu_s=0.0 if role == REPORT_ROLE else cpu_s,
         core_cpu_s=core_cpu_s,
         report_wall_s=0.5,
         report_cpu_s=0.5,
@@ -68,3 +73,19 @@ def test_the_table_prints_the_verdicts(capsys: pytest.CaptureFixture[str]) -> No
     print_study_benchmarks([_row(SHORT_ROLE, 3.0, 5.0)])
     out = capsys.readouterr().out
     assert "study target, 60 s variant, CPU: 5.00 s (target <= 4.67 s): missed" in out
+
+
+def test_bench_json_is_strict_json_with_nulls_for_undefined_numbers(tmp_path: Path) -> None:
+    # `tcplab report` alone runs no sweep: its core share and runs per second are undefined
+    report_row = _row(REPORT_ROLE, 1.3, 1.4)
+    path = tmp_path / "bench.json"
+    write_json({"studies": [report_row.as_dict()], "x": (float("inf"), 1.5)}, path)
+
+    def refuse(constant: str) -> None:
+        raise ValueError(f"not JSON: {constant}")
+
+    data = json.loads(path.read_text(), parse_constant=refuse)
+    (row,) = data["studies"]
+    assert row["core_share"] is None and row["runs_per_s"] is None
+    assert row["wall_s"] == 1.3
+    assert data["x"] == [None, 1.5]

@@ -292,9 +292,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         "scaling": [point.as_dict() for point in scaling],
         "startup": [{**asdict(row), "above_baseline_s": row.above_baseline_s} for row in startup],
     }
-    (out_dir / "bench.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    write_json(report, out_dir / "bench.json")
     print(f"wrote {out_dir / 'bench.json'}")
     return 0
+
+
+def _strict(value: Any) -> Any:
+    """`value` with every float that is not a number (a rate of nothing, the core's share of
+    a command that ran no sweep) as None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _strict(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_strict(v) for v in value]
+    return value
+
+
+def write_json(report: dict[str, Any], path: Path) -> None:
+    """Write `report` as strict JSON (undefined numbers are null, not `NaN`, which JSON has
+    not and strict readers refuse)."""
+    text = json.dumps(_strict(report), indent=2, allow_nan=False)
+    path.write_text(text + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
