@@ -93,6 +93,11 @@ class StudyBench:
         return self.core_cpu_s / self.sweep_cpu_s if self.sweep_cpu_s > 0 else float("nan")
 
     @property
+    def core_percent(self) -> float:
+        """`core_share` in percent (divided once, so a share on a target's limit is exact)."""
+        return 100 * self.core_cpu_s / self.sweep_cpu_s if self.sweep_cpu_s > 0 else float("nan")
+
+    @property
     def runs_per_s(self) -> float:
         return self.runs / self.sweep_wall_s if self.sweep_wall_s > 0 else float("nan")
 
@@ -188,7 +193,7 @@ def study_targets(rows: Sequence[StudyBench]) -> list[Target]:
             out.append(
                 Target(
                     f"{r.role}, core share of the sweep's CPU",
-                    100 * r.core_cpu_s / r.sweep_cpu_s if r.sweep_cpu_s > 0 else float("nan"),
+                    r.core_percent,
                     SWEEP_MIN_CORE_PERCENT,
                     False,
                     "%",
