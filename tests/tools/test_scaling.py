@@ -21,10 +21,10 @@ def test_a_point_counts_what_the_link_can_carry() -> None:
     # payload in 1500 B on the wire); slow start from 10 segments fills it within 2 s, so
     # more than half of that arrives.
     assert 333 < point.delivered_pkts <= 666.7
-    # Each delivered data packet crossed three links (access, bottleneck, access) in two
-    # events (the bottleneck hands it to the receiver's access link as it leaves), and at
-    # least one ACK per two of them crossed three more in two events: at least three events
-    # a packet.
-    assert point.events >= 3 * point.delivered_pkts
+    # Each delivered data packet crossed three links (access, bottleneck, access) in one
+    # event (the sender's interface passes it on to the bottleneck at once, which hands it
+    # to the receiver's access link as it leaves), and at least one ACK per two of them
+    # crossed three more in one event: at least 1.5 events a packet.
+    assert point.events >= 1.5 * point.delivered_pkts
     assert point.cpu_s > 0
     assert point.peak_rss_mib >= point.base_rss_mib > 0

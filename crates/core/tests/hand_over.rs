@@ -1,7 +1,8 @@
 //! A packet leaving a link is handed at once to the access link behind it when that link
-//! alone feeds it (one event for the two hops). That must change nothing but the number of
-//! events: these runs, with and without the hand-over, have the same results to the last
-//! bit. (A timer due in the nanosecond a packet arrives runs first either way, by the event
+//! alone feeds it (one event for the two hops), and a packet leaving a host is passed on at
+//! once to the link behind the host's interface when that interface alone feeds it. Neither
+//! may change anything but the number of events: these runs, with and without each, have
+//! the same results to the last bit. (A timer due in the nanosecond a packet arrives runs first either way, by the event
 //! queue's rule, not by which was scheduled first; on a link that spaces packets evenly the
 //! delayed-ACK timer, whose timeout follows the arrival gaps, often falls due exactly then.
 //! Only two arrivals on different links in one nanosecond may swap.)
@@ -14,8 +15,13 @@ use tcplab_core::sim::Simulation;
 
 /// The run's result as JSON without its event count, and the event count.
 fn run(cfg: &ScenarioConfig, hand_over: bool) -> (Value, u64) {
+    run_with(cfg, hand_over, hand_over)
+}
+
+fn run_with(cfg: &ScenarioConfig, hand_over: bool, pass_on: bool) -> (Value, u64) {
     let mut sim = Simulation::new(cfg.clone()).unwrap();
     sim.set_hand_over(hand_over);
+    sim.set_pass_on(pass_on);
     sim.run();
     let mut v = serde_json::to_value(api::summarize(&sim)).unwrap();
     let events = v["events"].as_u64().unwrap();
@@ -36,7 +42,7 @@ fn same_results(cfg: &ScenarioConfig) -> (u64, u64) {
 }
 
 #[test]
-fn a_lossy_geo_download_is_the_same_with_a_third_fewer_events() {
+fn a_lossy_geo_download_is_the_same_with_a_third_of_the_events() {
     let mut cfg = Spec {
         per: 2e-3,
         duration_s: 120,
@@ -47,10 +53,74 @@ fn a_lossy_geo_download_is_the_same_with_a_third_fewer_events() {
         size_bytes: 20_000_000,
     };
     let (with, without) = same_results(&cfg);
-    // data: three hops, two events; ACKs (one per two segments): three hops, two events,
-    // so 4.5 events a segment become 3 (timers and the like aside)
+    // data: three hops, one event (the host's interface and the bottleneck, then the
+    // bottleneck and the receiver's port); ACKs (one per two segments) likewise, so 4.5
+    // events a segment become 1.5; timers (delayed ACKs, RTOs re-armed, TLP) add the same
+    // few to both, which lifts the ratio a little above a third
     let ratio = with as f64 / without as f64;
-    assert!((0.64..0.72).contains(&ratio), "{with} / {without} events");
+    assert!((0.333..0.40).contains(&ratio), "{with} / {without} events");
+    // the hand-over alone: two events for three hops, 4.5 a segment become 3
+    let (a, hand_over) = run_with(&cfg, true, false);
+    assert_eq!(a, run(&cfg, true).0);
+    let ratio = hand_over as f64 / without as f64;
+    assert!(
+        (0.64..0.72).contains(&ratio),
+        "{hand_over} / {without} events"
+    );
+}
+
+/// Passing packets on from the host is exact for every link that decides at admission:
+/// outages, a loss model, RED marking, a rate trace, a delivery trace and a policer on the
+/// link behind the host's interface (each of these is a function of the offer's time and
+/// the order of offers); CoDel, which serves its queue in events, is never passed to. The
+/// series, every 10 ms, reads the bottleneck's queue: a packet that would reach it after the
+/// next sample takes its event, and so do the packets behind it while it is on its way (the
+/// hosts' interfaces have 3 ms of delay, so there often are some; passed on, they would
+/// reach the link before it).
+#[test]
+fn every_link_model_behind_a_host_gives_the_same_results() {
+    let plain = json!({"rate_bps": 10_000_000u64, "delay_ns": 20_000_000u64, "per": 1e-3,
+                       "queue": {"kind": "droptail", "limit_pkts": 100}});
+    let with = |extra: Value| {
+        let mut d = plain.clone();
+        for (k, v) in extra.as_object().unwrap() {
+            d[k] = v.clone();
+        }
+        d
+    };
+    let models = [
+        json!({"outages": [[2_000_000_000u64, 3_500_000_000u64]]}),
+        json!({"loss": {"kind": "gilbert_elliott", "p_gb": 0.01, "p_bg": 0.1,
+                        "loss_good": 0.0, "loss_bad": 0.5}}),
+        json!({"queue": {"kind": "red", "limit_pkts": 100, "red": {"min_th_pkts": 5,
+               "max_th_pkts": 15, "max_p": 0.1, "w_q": 0.002, "gentle": true, "ecn": true}}}),
+        json!({"rate_trace": [[0, 10_000_000u64, 20_000_000u64],
+                              [3_000_000_000u64, 2_000_000u64, 40_000_000u64],
+                              [6_000_000_000u64, 20_000_000u64, null]]}),
+        json!({"delivery_trace": {"opportunities_ns": [0, 500_000u64, 2_000_000u64],
+                                  "period_ns": 3_000_000u64}}),
+        json!({"policer": {"rate_bps": 5_000_000u64, "burst_bytes": 30_000u64}}),
+        json!({"queue": {"kind": "codel", "limit_pkts": 100,
+               "codel": {"target_ns": 5_000_000u64, "interval_ns": 100_000_000u64,
+                         "ecn": true}}}),
+    ];
+    for (i, model) in models.into_iter().enumerate() {
+        let link = with(model);
+        let v = json!({"name": "models", "seed": 7, "duration_ns": 10_000_000_000u64,
+            "interval_ns": 10_000_000u64,
+            "bottleneck": {"forward": link, "reverse": link},
+            "access": {"rate_bps": 1_000_000_000u64, "delay_ns": 3_000_000u64},
+            "flows": [{"cca": "cubic", "app": {"kind": "bulk"}, "tcp": {"ecn": true}}]});
+        let cfg = ScenarioConfig::from_json(&v.to_string()).unwrap();
+        let (a, events_a) = run_with(&cfg, true, true);
+        let (b, events_b) = run_with(&cfg, true, false);
+        assert!(
+            a == b,
+            "model {i}: results differ with and without passing on"
+        );
+        let passed = events_a < events_b;
+        assert_eq!(passed, i < 6, "model {i}: {events_a} / {events_b} events");
+    }
 }
 
 /// A split-TCP gateway in front of a slow last mile: the satellite leg's bursts reach the
@@ -150,5 +220,118 @@ fn router_ports_are_fed_by_one_link_and_host_interfaces_by_their_host() {
             NO_FEEDER,
             link("internet.reverse")
         ]
+    );
+    // the hosts' interfaces pass on into the first segment and the last one's return
+    assert_eq!(
+        t.access_feeds,
+        [
+            link("internet.forward"),
+            NO_FEEDER,
+            link("last.reverse"),
+            NO_FEEDER
+        ]
+    );
+}
+
+/// Which links a host's interface passes packets on to: the bottleneck's two directions for
+/// a single flow; nothing when two flows (or cross traffic) share them, or when the host's
+/// interface has a queue limit (it could refuse a packet).
+#[test]
+fn a_host_passes_on_only_to_a_link_it_alone_feeds() {
+    use tcplab_core::net::topology::NO_FEEDER;
+    let feeds = |cfg: ScenarioConfig| Simulation::new(cfg).unwrap().topo.access_feeds.clone();
+    let one = Spec::geo("cubic").build();
+    let (f, r) = (0, 1);
+    assert_eq!(feeds(one.clone()), [f, NO_FEEDER, r, NO_FEEDER]);
+    let two = Spec {
+        flows: 2,
+        ..Spec::geo("cubic")
+    }
+    .build();
+    assert_eq!(feeds(two), [NO_FEEDER; 8]);
+    let mut limited = one.clone();
+    limited.access.queue_pkts = Some(50);
+    assert_eq!(feeds(limited), [NO_FEEDER; 4]);
+    let mut v = json!({
+        "name": "x", "seed": 1, "duration_ns": 1_000_000_000u64,
+        "bottleneck": {"forward": {"rate_bps": 4_000_000u64, "delay_ns": 250_000_000u64,
+                                   "queue": {"kind": "droptail", "limit_pkts": 334}},
+                       "reverse": {"rate_bps": 4_000_000u64, "delay_ns": 250_000_000u64,
+                                   "queue": {"kind": "droptail", "limit_pkts": 334}}},
+        "access": {"rate_bps": 1_000_000_000u64, "delay_ns": 100_000},
+        "flows": [{"cca": "cubic", "app": {"kind": "bulk"}}]});
+    let cfg = |v: &Value| ScenarioConfig::from_json(&v.to_string()).unwrap();
+    assert_eq!(feeds(cfg(&v)), [f, NO_FEEDER, r, NO_FEEDER]);
+    let exp = json!({"dist": "exponential", "mean": 5e8});
+    v["cross"] = json!([{"kind": "on_off", "peak_bps": 1_000_000u64, "packet_bytes": 1500,
+                         "on": exp, "off": exp}]);
+    assert_eq!(feeds(cfg(&v)), [NO_FEEDER, NO_FEEDER, r, NO_FEEDER]);
+    // TCP cross traffic's connections, made during the run, cross both directions
+    v["cross"] = json!([{"kind": "tcp_flows", "offered_bps": 1_000_000u64,
+                         "size": {"dist": "exponential", "mean": 1e5}}]);
+    assert_eq!(feeds(cfg(&v)), [NO_FEEDER; 4]);
+}
+
+/// A traced run writes the same captures and event log, byte for byte, whether packets are
+/// passed on from the hosts or not (the frames a host passes on are seen entering the
+/// bottleneck ahead of time and written when their capture file reaches them), and has the
+/// result of the untraced run, event count included.
+#[test]
+fn captures_are_the_same_bytes_when_hosts_pass_packets_on() {
+    use tcplab_core::sim::trace::Tracer;
+    // hosts 2 ms from a 0.5 ms bottleneck: a frame a host passes on enters the bottleneck
+    // after ACKs that leave it later are known, so the capture must merge the two
+    let dir = json!({"rate_bps": 20_000_000u64, "delay_ns": 500_000u64, "per": 1e-3,
+                     "queue": {"kind": "droptail", "limit_pkts": 50}});
+    let v = json!({"name": "near", "seed": 5, "duration_ns": 10_000_000_000u64,
+        "interval_ns": 100_000_000u64,
+        "bottleneck": {"forward": dir, "reverse": dir},
+        "access": {"rate_bps": 100_000_000u64, "delay_ns": 2_000_000u64},
+        "flows": [{"cca": "cubic", "app": {"kind": "bulk"}}]});
+    let cfg = ScenarioConfig::from_json(&v.to_string()).unwrap();
+    let traced = |pass_on: bool| {
+        let dir =
+            std::env::temp_dir().join(format!("tcplab-pass-on-{}-{pass_on}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut sim = Simulation::new(cfg.clone()).unwrap();
+        sim.set_pass_on(pass_on);
+        let tracer = Tracer::new(&trace_spec(&dir, true), &sim).unwrap();
+        sim.set_tracer(tracer);
+        sim.run();
+        let report = sim.take_tracer().unwrap().finish().unwrap();
+        let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| {
+                let p = e.unwrap().path();
+                let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                (name, std::fs::read(&p).unwrap())
+            })
+            .collect();
+        files.sort();
+        std::fs::remove_dir_all(&dir).unwrap();
+        let frames: u64 = report.captures.iter().map(|c| c.packets).sum();
+        let v = serde_json::to_value(api::summarize(&sim)).unwrap();
+        (v, files, frames)
+    };
+    let (passed, files_passed, frames) = traced(true);
+    let (stepped, files_stepped, _) = traced(false);
+    assert_eq!(files_passed.len(), 3, "two captures and the event log");
+    // 10 s at up to 20 Mbit/s: ~1,700 segments a second and their ACKs, at both ends
+    assert!(frames > 20_000, "{frames} frames");
+    for ((name, a), (_, b)) in files_passed.iter().zip(&files_stepped) {
+        assert!(a == b, "{name} differs ({} / {} bytes)", a.len(), b.len());
+    }
+    let strip = |mut v: Value| {
+        v.as_object_mut().unwrap().remove("events");
+        v
+    };
+    assert!(passed["events"].as_u64() < stepped["events"].as_u64());
+    assert_eq!(strip(passed.clone()), strip(stepped));
+    let mut plain = Simulation::new(cfg.clone()).unwrap();
+    plain.run();
+    assert_eq!(
+        passed,
+        serde_json::to_value(api::summarize(&plain)).unwrap()
     );
 }

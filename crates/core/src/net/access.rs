@@ -129,6 +129,28 @@ impl AccessLink {
         Some((arrive, was_empty))
     }
 
+    /// Send a packet of `wire_bytes` at `now` without keeping it on the link, when it would
+    /// reach the far end before `before`: its arrival time, or `None` (nothing changes).
+    /// Only for an unlimited link with no packet on it (`Topology::access_feeds`): such a
+    /// link never refuses a packet, and a packet it keeps would have to arrive first.
+    #[inline]
+    pub fn pass(&mut self, now: SimTime, wire_bytes: u32, before: SimTime) -> Option<SimTime> {
+        debug_assert!(self.is_unlimited() && self.head == NIL);
+        let start = self.busy_until.max(now);
+        let end = start + serialization_time(wire_bytes as u64, self.rate_bps);
+        let arrive = end + self.delay;
+        if arrive >= before {
+            return None;
+        }
+        self.busy_until = end;
+        Some(arrive)
+    }
+
+    /// The link has no queue limit (a host's own interface): it never refuses a packet.
+    pub fn is_unlimited(&self) -> bool {
+        self.limit_pkts == u64::MAX
+    }
+
     /// Stop counting the waiting packets whose service has started by `now`.
     #[inline]
     fn purge(&mut self, now: SimTime, at: &[OnAccess]) {

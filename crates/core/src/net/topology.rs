@@ -85,6 +85,13 @@ pub struct Topology {
     /// access link at once (`Simulation::on_wire`): nothing else offers to it, and the feeder
     /// delivers in order, so the access link sees the same offers at the same times.
     pub access_feeder: Vec<u32>,
+    /// Per access link (as `access`): the wired link it alone feeds, when it is a host's own
+    /// unlimited interface and the link behind it decides each packet at admission from
+    /// its arrival time alone (`NO_FEEDER` otherwise). A packet leaving the host is offered
+    /// to that link at once, for the time it reaches it (`Simulation::forward_access`): no
+    /// other packet reaches the link, and the interface delivers in order, so the link sees
+    /// the same offers at the same times.
+    pub access_feeds: Vec<u32>,
     pub routes: Vec<Route>,
     /// The links of all routes, route after route (`Route::first`).
     route_links: Vec<u32>,
@@ -192,6 +199,62 @@ fn feeders(routes: &Routes, first_access: u32, n_access: usize, medium_of: &[u32
         }
     }
     feeder.into_iter().map(|f| f.unwrap_or(NO_FEEDER)).collect()
+}
+
+/// `Topology::access_feeds`: per access link, the wired link behind it on every route that
+/// crosses that link, when only this access link leads to it. A link first on a route
+/// (cross traffic enters there), behind a Wi-Fi medium, queueing packets for later service
+/// (CoDel: its dequeues run as events), or crossed by TCP cross traffic's routes (made
+/// during the run) has other arrivals. `passes[a]`: access link `a` may pass packets on at
+/// once (a host's unlimited interface, which never refuses one).
+fn fed_links(
+    routes: &Routes,
+    links: &[Link],
+    first_access: u32,
+    passes: &[bool],
+    medium_of: &[u32],
+    cross_tcp_links: &[Option<(Vec<u32>, Vec<u32>)>],
+) -> Vec<u32> {
+    const OTHERS: u32 = u32::MAX - 1;
+    let n_access = passes.len();
+    let access_of = |l: u32| Some(l.wrapping_sub(first_access) as usize).filter(|&a| a < n_access);
+    // per link: the one access link every packet reaches it from, NO_FEEDER if none yet
+    let mut fed_by = vec![NO_FEEDER; links.len()];
+    for (l, link) in links.iter().enumerate() {
+        if access_of(l as u32).is_some() || medium_of[l] != NO_MEDIUM || link.is_event_driven() {
+            fed_by[l] = OTHERS;
+        }
+    }
+    for (data, ack) in cross_tcp_links.iter().flatten() {
+        for &l in data.iter().chain(ack) {
+            fed_by[l as usize] = OTHERS;
+        }
+    }
+    for r in &routes.routes {
+        let route = &routes.links[r.first as usize..(r.first + r.len) as usize];
+        for (hop, &l) in route.iter().enumerate() {
+            let from = match hop {
+                0 => OTHERS,
+                _ => match access_of(route[hop - 1]) {
+                    Some(a) if passes[a] => a as u32,
+                    _ => OTHERS,
+                },
+            };
+            let f = &mut fed_by[l as usize];
+            *f = match *f {
+                NO_FEEDER => from,
+                same if same == from => same,
+                _ => OTHERS,
+            };
+        }
+    }
+    let mut feeds = vec![NO_FEEDER; n_access];
+    for (l, &a) in fed_by.iter().enumerate() {
+        if a != NO_FEEDER && a != OTHERS {
+            feeds[a as usize] = l as u32;
+        }
+    }
+    feeds
 }
 
 impl Topology {
@@ -379,8 +442,18 @@ impl Topology {
             routes.push(&[link], Dest::Cross { source: i as u32 });
         }
         let access_feeder = feeders(&routes, first_access, access_twins.len(), &medium_of);
+        let passes: Vec<bool> = access_twins.iter().map(AccessLink::is_unlimited).collect();
+        let access_feeds = fed_links(
+            &routes,
+            &links,
+            first_access,
+            &passes,
+            &medium_of,
+            &cross_tcp_links,
+        );
         Topology {
             access_feeder,
+            access_feeds,
             cross_routes,
             cross_tcp_links,
             bottleneck_fwd: segments.get(slowest).map_or(0, |s| s.1),
@@ -400,8 +473,9 @@ impl Topology {
     /// Add a route over `links` to `dest` (a TCP cross-traffic slot made during the run);
     /// its number follows every route made before.
     pub fn add_route(&mut self, links: &[u32], dest: Dest) -> u32 {
-        // a new feeder would break `access_feeder`'s promise
+        // a new feeder would break `access_feeder`'s and `access_feeds`' promises
         debug_assert!(links.iter().all(|&l| self.access_index(l).is_none()));
+        debug_assert!(links.iter().all(|l| !self.access_feeds.contains(l)));
         let id = self.routes.len() as u32;
         self.routes.push(Route {
             first: self.route_links.len() as u32,

@@ -136,6 +136,10 @@ pub struct Simulation {
     halted: bool,
     /// Hand packets to the access link behind their link as they leave it (`on_wire`).
     hand_over: bool,
+    /// Pass packets leaving a host on to the link behind its interface (`forward_access`).
+    pass_on: bool,
+    /// When the next series sample reads the bottleneck (`SimTime::MAX`: none is due).
+    next_sample: SimTime,
     /// Packet captures and the event log, when asked for (`set_tracer`).
     tracer: Option<Box<Tracer>>,
 }
@@ -158,9 +162,12 @@ impl Simulation {
         for (i, f) in plan.flows.iter().enumerate() {
             queue.schedule(f.start, Event::FlowStart { flow: i as u32 });
         }
-        if interval < end.since(SimTime::ZERO) {
+        let next_sample = if interval < end.since(SimTime::ZERO) {
             queue.schedule(SimTime::ZERO + interval, Event::Sample);
-        }
+            SimTime::ZERO + interval
+        } else {
+            SimTime::MAX
+        };
         let cross: Vec<CrossSource> = cfg
             .cross
             .iter()
@@ -205,6 +212,8 @@ impl Simulation {
             finished: false,
             halted: false,
             hand_over: true,
+            pass_on: true,
+            next_sample,
             tracer: None,
         })
     }
@@ -235,6 +244,12 @@ impl Simulation {
     /// checking exactly that.
     pub fn set_hand_over(&mut self, on: bool) {
         self.hand_over = on;
+    }
+
+    /// Pass packets leaving a host on to the link behind its interface at once (on by
+    /// default; the tests compare runs without it).
+    pub fn set_pass_on(&mut self, on: bool) {
+        self.pass_on = on;
     }
 
     /// Observe this run with `tracer` (before it starts).
@@ -314,8 +329,10 @@ impl Simulation {
                 // the series cannot be delivered: the rest of the run would be wasted
                 self.halted = self.series.failed().is_some();
                 let next = now + self.series.interval;
+                self.next_sample = SimTime::MAX;
                 if next < self.end {
                     self.queue.schedule(next, Event::Sample);
+                    self.next_sample = next;
                 }
             }
         }
@@ -526,9 +543,36 @@ impl Simulation {
     }
 
     /// Offer packet `idx` to access link `link_id` (`Topology::access[a]`): what `forward`
-    /// does with a plain DropTail `Link`, on the compact state.
+    /// does with a plain DropTail `Link`, on the compact state. When the access link is a
+    /// host's interface that alone feeds the next link (`Topology::access_feeds`) and holds
+    /// no packet, the packet is offered to that link at once, for the time it reaches it:
+    /// the link decides from that time alone and sees its offers in the same order, so the
+    /// two hops need no event. Not when it would reach the link at or after the next series
+    /// sample, which reads the bottleneck's queue as of its own time, or the end; a tracer
+    /// sees it enter the link ahead of time (`Tracer::set_passing`).
     #[inline]
     fn forward_access(&mut self, now: SimTime, link_id: u32, a: usize, idx: u32, wire: u32) {
+        let feeds = self.topo.access_feeds[a];
+        if feeds != NO_FEEDER && self.pass_on && self.topo.access[a].is_empty() {
+            let p = self.pool.get(idx);
+            let (route, hop) = (p.route, p.hop + 1);
+            if (hop as u32) < self.topo.routes[route as usize].len
+                && self.topo.route_link(route, hop) == feeds
+            {
+                let before = self.end.min(self.next_sample);
+                if let Some(at) = self.topo.access[a].pass(now, wire, before) {
+                    self.pool.get_mut(idx).hop = hop;
+                    if let Some(t) = self.tracer.as_deref_mut() {
+                        t.set_passing(Some(now));
+                        self.forward(at, idx);
+                        self.tracer.as_deref_mut().expect("set").set_passing(None);
+                    } else {
+                        self.forward(at, idx);
+                    }
+                    return;
+                }
+            }
+        }
         self.keep_on_access(idx);
         match self.topo.access[a].offer(now, idx, wire, &mut self.on_access) {
             Some((at, first)) => {

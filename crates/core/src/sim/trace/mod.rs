@@ -19,7 +19,11 @@
 //! ACKs; frames are built by `frame` and written by `pcapng` as they happen, so memory
 //! does not grow with the run. (A packet the event loop hands to the next link ahead of
 //! time, `Simulation::on_wire`, is seen leaving its link then, `egress_ahead`: its frame
-//! waits, at most a link's worth of packets, until the file reaches its time.)
+//! waits, at most a link's worth of packets, until the file reaches its time. Likewise a
+//! packet a host passes on to the link behind its interface, `Simulation::forward_access`,
+//! is seen entering that link ahead of time, `set_passing`. A capture point's frames ahead
+//! come from one link each way, so each way they are in time order and the file merges the
+//! two.)
 //!
 //! Filters: flows (by index), a time window `[from, to)` and the segments; the event log
 //! takes the flows and the window. Tracing only reads the simulation's state: the
@@ -128,6 +132,10 @@ struct Capture {
     side: &'static str,
 }
 
+/// `Tracer::ahead`'s two ways: frames leaving a link, frames entering one.
+const EGRESS: usize = 0;
+const INGRESS: usize = 1;
+
 /// A frame captured ahead of its time.
 struct Ahead {
     t_ns: u64,
@@ -159,8 +167,12 @@ pub struct Tracer {
     captures: Vec<Capture>,
     events: Option<(EventLog<Out>, PathBuf)>,
     frame: Vec<u8>,
-    /// Per capture: frames seen ahead of their time (`egress_ahead`), in time order.
-    ahead: Vec<VecDeque<Ahead>>,
+    /// Per capture: frames seen leaving a link ahead of their time (`egress_ahead`), and
+    /// entering one (`set_passing`), each in time order.
+    ahead: Vec<[VecDeque<Ahead>; 2]>,
+    /// While a packet is passed on ahead of its time, the time it is (what the packet
+    /// enters is seen ahead).
+    passing: Option<SimTime>,
     /// The first write error (then nothing more is written).
     error: Option<String>,
 }
@@ -351,7 +363,8 @@ impl Tracer {
                 .collect(),
             udp_route_flow,
             taps,
-            ahead: captures.iter().map(|_| VecDeque::new()).collect(),
+            ahead: captures.iter().map(|_| Default::default()).collect(),
+            passing: None,
             captures,
             events,
             frame: Vec::with_capacity(256),
@@ -364,12 +377,24 @@ impl Tracer {
         (self.from_ns..self.to_ns).contains(&now.ns())
     }
 
-    /// Packet `idx` is offered to `link`.
+    /// Packet `idx` is offered to `link` (ahead of time while passing on: `set_passing`).
     #[inline]
     pub fn ingress(&mut self, now: SimTime, link: u32, idx: u32, pool: &PacketPool) {
         if let Some((cap, dir)) = self.taps[link as usize].ingress {
-            self.capture(now, cap, dir, idx, pool);
+            if self.passing.is_some() {
+                self.keep_ahead(now, cap, dir, INGRESS, idx, pool);
+            } else {
+                self.capture(now, cap, dir, idx, pool);
+            }
         }
+    }
+
+    /// At `now`, the event loop passes a packet on to the link behind a host's interface,
+    /// ahead of the time it enters it (`Simulation::forward_access`): until this is called
+    /// with `None`, what it enters is seen ahead.
+    #[inline]
+    pub fn set_passing(&mut self, now: Option<SimTime>) {
+        self.passing = now;
     }
 
     /// Packet `idx` reaches the far end of `link`.
@@ -384,14 +409,35 @@ impl Tracer {
     /// (`Simulation::on_wire`): its frame is kept until its capture file reaches `at`.
     #[inline]
     pub fn egress_ahead(&mut self, at: SimTime, link: u32, idx: u32, pool: &PacketPool) {
-        let Some((cap, dir)) = self.taps[link as usize].egress else {
-            return;
-        };
+        if let Some((cap, dir)) = self.taps[link as usize].egress {
+            self.keep_ahead(at, cap, dir, EGRESS, idx, pool);
+        }
+    }
+
+    /// Keep packet `idx`'s frame, seen at `at` ahead of the events written so far, in
+    /// capture `cap`'s frames ahead of `way` (`EGRESS`, `INGRESS`).
+    fn keep_ahead(
+        &mut self,
+        at: SimTime,
+        cap: u16,
+        dir: Direction,
+        way: usize,
+        idx: u32,
+        pool: &PacketPool,
+    ) {
         if self.error.is_some() || !self.in_window(at) {
             return;
         }
+        if let Some(now) = self.passing {
+            // every frame of `cap` due by now has been seen: the rest come later and are due
+            // later (a hop takes time), and frames kept only to be written at the end would
+            // grow with the run when every frame of a capture is seen ahead
+            self.write_ahead(cap as usize, now.ns());
+        }
         if let Some(orig_len) = self.build(idx, pool) {
-            self.ahead[cap as usize].push_back(Ahead {
+            let kept = &mut self.ahead[cap as usize][way];
+            debug_assert!(kept.back().is_none_or(|a| a.t_ns <= at.ns()));
+            kept.push_back(Ahead {
                 t_ns: at.ns(),
                 frame: self.frame.clone(),
                 orig_len,
@@ -414,17 +460,27 @@ impl Tracer {
         }
     }
 
-    /// Write capture `cap`'s frames seen ahead whose time is `t_ns` or before.
+    /// Write capture `cap`'s frames seen ahead whose time is `t_ns` or before, in time
+    /// order; of two in the same nanosecond the one leaving a link first (as a frame seen
+    /// ahead is written before one captured as it happens).
     fn write_ahead(&mut self, cap: usize, t_ns: u64) {
         let c = &mut self.captures[cap];
-        while let Some(a) = self.ahead[cap].front() {
-            if a.t_ns > t_ns || self.error.is_some() {
+        let ahead = &mut self.ahead[cap];
+        while self.error.is_none() {
+            let way = match (ahead[EGRESS].front(), ahead[INGRESS].front()) {
+                (Some(e), Some(i)) if e.t_ns <= i.t_ns => EGRESS,
+                (Some(_), None) => EGRESS,
+                (_, Some(_)) => INGRESS,
+                (None, None) => break,
+            };
+            let a = ahead[way].front().expect("chosen non-empty");
+            if a.t_ns > t_ns {
                 break;
             }
             if let Err(e) = c.writer.packet(a.t_ns, &a.frame, a.orig_len, Some(a.dir)) {
                 self.error = Some(format!("cannot write {}: {e}", c.path.display()));
             }
-            self.ahead[cap].pop_front();
+            ahead[way].pop_front();
         }
     }
 
