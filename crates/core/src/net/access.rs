@@ -58,6 +58,11 @@ pub struct AccessLink {
     /// how many packets from it on wait.
     waiting_head: u32,
     waiting: u32,
+    /// The size of the last packet sent and its serialization time: a link carries packets
+    /// of one or two sizes (full segments one way, ACKs the other), and the division is the
+    /// costliest step of a hop.
+    last_wire_bytes: u32,
+    last_serialization: SimDuration,
 }
 
 const _: () = assert!(std::mem::size_of::<AccessLink>() == 64);
@@ -76,7 +81,19 @@ impl AccessLink {
             len: 0,
             waiting_head: NIL,
             waiting: 0,
+            last_wire_bytes: 0,
+            last_serialization: SimDuration::ZERO,
         }
+    }
+
+    /// `serialization_time(wire_bytes, rate_bps)`, remembered for the last size.
+    #[inline]
+    fn serialization(&mut self, wire_bytes: u32) -> SimDuration {
+        if wire_bytes != self.last_wire_bytes {
+            self.last_wire_bytes = wire_bytes;
+            self.last_serialization = serialization_time(wire_bytes as u64, self.rate_bps);
+        }
+        self.last_serialization
     }
 
     /// Offer packet `pkt` of `wire_bytes` at `now` (`at[pkt]` is its record). `None`: the
@@ -104,7 +121,7 @@ impl AccessLink {
             self.waiting = 0;
             now
         };
-        let end = start + serialization_time(wire_bytes as u64, self.rate_bps);
+        let end = start + self.serialization(wire_bytes);
         self.busy_until = end;
         let arrive = end + self.delay;
         at[pkt as usize] = OnAccess {
@@ -137,7 +154,7 @@ impl AccessLink {
     pub fn pass(&mut self, now: SimTime, wire_bytes: u32, before: SimTime) -> Option<SimTime> {
         debug_assert!(self.is_unlimited() && self.head == NIL);
         let start = self.busy_until.max(now);
-        let end = start + serialization_time(wire_bytes as u64, self.rate_bps);
+        let end = start + self.serialization(wire_bytes);
         let arrive = end + self.delay;
         if arrive >= before {
             return None;

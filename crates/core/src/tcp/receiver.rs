@@ -602,7 +602,14 @@ impl Receiver {
     fn rmem_alloc(&self) -> u64 {
         let mss = self.cfg.mss as u64;
         let unread = self.rcv_nxt - self.copied_seq;
-        (unread.div_ceil(mss) + self.ofo_bytes.div_ceil(mss)) * self.truesize
+        // mostly nothing or one segment each (the application reads at once; no holes), and
+        // a division costs more than the rest of the computation
+        let segments = |bytes: u64| match bytes {
+            0 => 0,
+            b if b <= mss => 1,
+            b => b.div_ceil(mss),
+        };
+        (segments(unread) + segments(self.ofo_bytes)) * self.truesize
     }
 
     /// From rcv_nxt to the end of the highest out-of-order data.
