@@ -163,14 +163,15 @@ def test_sweep_killed_hard_resumes_without_losing_or_duplicating(tmp_path: Path)
     is read from the database itself, in this process, while the sweep writes it."""
     import random
 
-    # 96 runs of a 50 Mbit/s GEO path (about 0.2-0.5 s each): long enough to kill mid-sweep
-    # three times, even when a commit (every 0.5 s) stores several runs at once.
+    # 192 runs of a 50 Mbit/s GEO path (about 0.1-0.3 s each, ~20 s on two cores): long
+    # enough to kill mid-sweep three times, even when a commit (about every 2.5 s: commits
+    # take at most 2 % of a sweep) stores dozens of runs at once.
     study_file = tmp_path / "kill.toml"
     study_file.write_text(
         'duration = "300s"\n[study]\nname = "kill"\n'
         '[bottleneck]\nrate = "50Mbps"\nreturn_rate = "20Mbps"\ndelay = "250ms"\n'
         'queue = "2bdp"\n[[flows]]\ncca = "cubic"\n'
-        '[sweep]\n"bottleneck.per" = { log = [1e-6, 1e-4], points = 8 }\nrepetitions = 12\n'
+        '[sweep]\n"bottleneck.per" = { log = [1e-6, 1e-4], points = 8 }\nrepetitions = 24\n'
     )
     db = tmp_path / "kill.duckdb"
     cmd = [*TCPLAB, "sweep", str(study_file), "--db", str(db), "--jobs", "2", "--no-progress"]
@@ -199,17 +200,17 @@ def test_sweep_killed_hard_resumes_without_losing_or_duplicating(tmp_path: Path)
         proc.wait()
         now = stored()
         # nothing committed is lost by a kill (and the sweep made progress in between)
-        assert counts[-1] <= now < 96, [*counts, now]
+        assert counts[-1] <= now < 192, [*counts, now]
         counts.append(now)
     resumed = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert resumed.returncode == 0, resumed.stderr
     with Store(db) as store:
         runs = store.runs("kill")
-        assert store.query("SELECT count(*), count(DISTINCT run_id) FROM runs") == [(96, 96)]
+        assert store.query("SELECT count(*), count(DISTINCT run_id) FROM runs") == [(192, 192)]
         orphans = store.query(
             "SELECT count(*) FROM runs WHERE run_id NOT IN (SELECT run_id FROM revision_runs)"
         )
-    assert len(runs) == 96 and orphans == [(0,)]
+    assert len(runs) == 192 and orphans == [(0,)]
     assert not runs.duplicated(["scenario_hash", "seed"]).any()
     assert counts[-1] > counts[0]
     assert f"{counts[-1]} already stored" in resumed.stdout
