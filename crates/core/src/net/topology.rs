@@ -171,87 +171,78 @@ impl Routes {
     }
 }
 
+/// `predecessors`' value of a link reached from more than one place.
+const MANY: u32 = u32::MAX - 1;
+
+/// Per link: the link before it on every route that crosses it; `MANY` when the routes
+/// differ or one starts there (packets then also enter it from elsewhere: a host, a relay,
+/// cross traffic); `NO_FEEDER` when no route crosses it.
+fn predecessors(routes: &Routes, n_links: usize) -> Vec<u32> {
+    let mut before = vec![NO_FEEDER; n_links];
+    for r in &routes.routes {
+        let links = &routes.links[r.first as usize..(r.first + r.len) as usize];
+        for (hop, &l) in links.iter().enumerate() {
+            let from = match hop {
+                0 => MANY,
+                _ => links[hop - 1],
+            };
+            let b = &mut before[l as usize];
+            *b = match *b {
+                NO_FEEDER => from,
+                same if same == from => same,
+                _ => MANY,
+            };
+        }
+    }
+    before
+}
+
 /// `Topology::access_feeder`: per access link, the wired link before it on every route
 /// that crosses it. An access link first on a route (a host's own) is fed by the host;
 /// one behind a Wi-Fi medium's link is left alone (the medium's deliveries have their own
 /// path).
-fn feeders(routes: &Routes, first_access: u32, n_access: usize, medium_of: &[u32]) -> Vec<u32> {
-    let mut feeder = vec![None; n_access];
-    for r in &routes.routes {
-        let links = &routes.links[r.first as usize..(r.first + r.len) as usize];
-        for (hop, &l) in links.iter().enumerate() {
-            let a = l.wrapping_sub(first_access) as usize;
-            if a >= n_access {
-                continue;
+fn feeders(before: &[u32], first_access: u32, n_access: usize, medium_of: &[u32]) -> Vec<u32> {
+    (0..n_access)
+        .map(|a| match before[first_access as usize + a] {
+            f if f == NO_FEEDER || f == MANY => NO_FEEDER,
+            f if f.wrapping_sub(first_access) as usize >= n_access
+                && medium_of[f as usize] == NO_MEDIUM =>
+            {
+                f
             }
-            let before = match hop {
-                0 => NO_FEEDER,
-                _ => links[hop - 1],
-            };
-            let wired = before != NO_FEEDER
-                && before.wrapping_sub(first_access) as usize >= n_access
-                && medium_of[before as usize] == NO_MEDIUM;
-            feeder[a] = match feeder[a] {
-                None if wired => Some(before),
-                Some(f) if f == before => Some(f),
-                _ => Some(NO_FEEDER),
-            };
-        }
-    }
-    feeder.into_iter().map(|f| f.unwrap_or(NO_FEEDER)).collect()
+            _ => NO_FEEDER,
+        })
+        .collect()
 }
 
-/// `Topology::access_feeds`: per access link, the wired link behind it on every route that
-/// crosses that link, when only this access link leads to it. A link first on a route
-/// (cross traffic enters there), behind a Wi-Fi medium, queueing packets for later service
-/// (CoDel: its dequeues run as events), or crossed by TCP cross traffic's routes (made
-/// during the run) has other arrivals. `passes[a]`: access link `a` may pass packets on at
-/// once (a host's unlimited interface, which never refuses one).
+/// `Topology::access_feeds`: per access link, the wired link it alone leads to, when it may
+/// pass packets on at once (`passes`: a host's unlimited interface, which never refuses
+/// one) and that link decides at admission: not a link behind a Wi-Fi medium, nor one that
+/// queues packets for later service (CoDel: its dequeues run as events), nor one that TCP
+/// cross traffic's routes (made during the run) cross.
 fn fed_links(
-    routes: &Routes,
+    before: &[u32],
     links: &[Link],
     first_access: u32,
     passes: &[bool],
     medium_of: &[u32],
     cross_tcp_links: &[Option<(Vec<u32>, Vec<u32>)>],
 ) -> Vec<u32> {
-    const OTHERS: u32 = u32::MAX - 1;
     let n_access = passes.len();
     let access_of = |l: u32| Some(l.wrapping_sub(first_access) as usize).filter(|&a| a < n_access);
-    // per link: the one access link every packet reaches it from, NO_FEEDER if none yet
-    let mut fed_by = vec![NO_FEEDER; links.len()];
-    for (l, link) in links.iter().enumerate() {
-        if access_of(l as u32).is_some() || medium_of[l] != NO_MEDIUM || link.is_event_driven() {
-            fed_by[l] = OTHERS;
-        }
-    }
-    for (data, ack) in cross_tcp_links.iter().flatten() {
-        for &l in data.iter().chain(ack) {
-            fed_by[l as usize] = OTHERS;
-        }
-    }
-    for r in &routes.routes {
-        let route = &routes.links[r.first as usize..(r.first + r.len) as usize];
-        for (hop, &l) in route.iter().enumerate() {
-            let from = match hop {
-                0 => OTHERS,
-                _ => match access_of(route[hop - 1]) {
-                    Some(a) if passes[a] => a as u32,
-                    _ => OTHERS,
-                },
-            };
-            let f = &mut fed_by[l as usize];
-            *f = match *f {
-                NO_FEEDER => from,
-                same if same == from => same,
-                _ => OTHERS,
-            };
-        }
-    }
+    let crossed: Vec<u32> = cross_tcp_links
+        .iter()
+        .flatten()
+        .flat_map(|(data, ack)| data.iter().chain(ack).copied())
+        .collect();
     let mut feeds = vec![NO_FEEDER; n_access];
-    for (l, &a) in fed_by.iter().enumerate() {
-        if a != NO_FEEDER && a != OTHERS {
-            feeds[a as usize] = l as u32;
+    for (l, link) in links.iter().enumerate() {
+        let wired = access_of(l as u32).is_none() && medium_of[l] == NO_MEDIUM;
+        if !wired || link.is_event_driven() || crossed.contains(&(l as u32)) {
+            continue;
+        }
+        if let Some(a) = access_of(before[l]).filter(|&a| passes[a]) {
+            feeds[a] = l as u32;
         }
     }
     feeds
@@ -441,10 +432,11 @@ impl Topology {
             cross_routes.push(routes.routes.len() as u32);
             routes.push(&[link], Dest::Cross { source: i as u32 });
         }
-        let access_feeder = feeders(&routes, first_access, access_twins.len(), &medium_of);
+        let before = predecessors(&routes, links.len());
+        let access_feeder = feeders(&before, first_access, access_twins.len(), &medium_of);
         let passes: Vec<bool> = access_twins.iter().map(AccessLink::is_unlimited).collect();
         let access_feeds = fed_links(
-            &routes,
+            &before,
             &links,
             first_access,
             &passes,
