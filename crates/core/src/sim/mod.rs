@@ -564,10 +564,10 @@ impl Simulation {
                     self.pool.get_mut(idx).hop = hop;
                     if let Some(t) = self.tracer.as_deref_mut() {
                         t.set_passing(Some(now));
-                        self.forward(at, idx);
-                        self.tracer.as_deref_mut().expect("set").set_passing(None);
-                    } else {
-                        self.forward(at, idx);
+                    }
+                    self.forward(at, idx);
+                    if let Some(t) = self.tracer.as_deref_mut() {
+                        t.set_passing(None);
                     }
                     return;
                 }
