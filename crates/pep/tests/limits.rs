@@ -194,9 +194,9 @@ async fn sigterm_exits_within_two_seconds_with_connections_in_flight() {
 }
 
 /// Records reach `FILE.records` as connections end (before the proxy exits), and the
-/// proxy's memory stays flat while 1,500 connections are served: it grows by less than a
-/// half the bytes of the records written meanwhile (keeping them would cost more
-/// than their serialized size).
+/// proxy's memory stays flat while connections are served 1,500 at a time: it grows by less
+/// than half the bytes of the records written meanwhile (keeping them would cost more than
+/// their serialized size).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn report_records_are_streamed_to_disk_as_connections_end() {
     let dir = scratch_dir("stream");
@@ -240,35 +240,42 @@ async fn report_records_are_streamed_to_disk_as_connections_end() {
         300,
         "records not on disk while the proxy runs"
     );
-    // A first 1,500 bring the allocator's arenas and the runtime to their working size (their
-    // growth alone passed the bound below in one fresh-clone run); the next 1,500 are measured.
+    // A first 1,500 bring the allocator's arenas and the runtime to their working size. Then
+    // four rounds of 1,500 are measured: keeping the records would grow the memory in every
+    // round by about their size, while the allocator's own growth (a new arena for a thread,
+    // +2.8 MiB seen once in CI) happens in one round; so all rounds but one must stay under
+    // half the bytes written in them.
     serve(proxy.addr, 1500).await;
     proxy.wait_idle(Duration::from_secs(30));
     assert_eq!(lines(&spool), 1800);
-    let rss_before = proxy.rss_bytes();
-    let spool_before = std::fs::metadata(&spool).unwrap().len();
-    serve(proxy.addr, 1500).await;
-    proxy.wait_idle(Duration::from_secs(30));
-    assert_eq!(lines(&spool), 3300);
-    let rss_after = proxy.rss_bytes();
-    let written = std::fs::metadata(&spool).unwrap().len() - spool_before;
-    let grown = rss_after.saturating_sub(rss_before);
-    println!(
-        "1500 connections with --report: RSS {} -> {} KiB (+{} KiB), records written {} KiB",
-        rss_before >> 10,
-        rss_after >> 10,
-        grown >> 10,
-        written >> 10
-    );
+    let mut over = Vec::new();
+    for round in 0..4 {
+        let rss_before = proxy.rss_bytes();
+        let spool_before = std::fs::metadata(&spool).unwrap().len();
+        serve(proxy.addr, 1500).await;
+        proxy.wait_idle(Duration::from_secs(30));
+        assert_eq!(lines(&spool), 3300 + 1500 * round);
+        let written = std::fs::metadata(&spool).unwrap().len() - spool_before;
+        let grown = proxy.rss_bytes().saturating_sub(rss_before);
+        println!(
+            "1500 connections with --report: RSS +{} KiB, records written {} KiB",
+            grown >> 10,
+            written >> 10
+        );
+        if grown >= written / 2 {
+            over.push((grown, written));
+        }
+    }
     assert!(
-        grown < written / 2,
-        "RSS grew {grown} bytes, records {written}"
+        over.len() <= 1,
+        "RSS grew by at least half the records written in {} of 4 rounds: {over:?}",
+        over.len()
     );
     let status = proxy.signal_and_wait(libc::SIGTERM, Duration::from_secs(10));
     assert_eq!(status.code(), Some(0));
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
-    assert_eq!(doc["conns"].as_array().unwrap().len(), 3300);
+    assert_eq!(doc["conns"].as_array().unwrap().len(), 7800);
     assert!(!spool.exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
