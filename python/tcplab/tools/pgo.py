@@ -13,7 +13,9 @@ profile (the golden results are checked on the profiled build).
 The training is the work users give the core: every golden case (each shipped scenario and
 each preset study's first point: all link kinds, AQMs, Wi-Fi, PEPs, cross traffic and the
 algorithms they name), the `geo-leaky` study's three paths for each of its algorithms at a
-clean and a lossy point (60 s each), and a 1,000-flow dumbbell. The simulations are
+clean and a lossy point (60 s each), a 1,000-flow dumbbell, and the GEO run of `make
+bench`'s tracing line with both captures and the event log (60 s): code no training run
+reaches is laid out as cold, and tracing would then pay for it. The simulations are
 deterministic, so a second training counts the same, except in the extension's checks for
 Ctrl-C while a run goes on, which follow the wall clock (a few dozen counts of `pyo3`'s
 functions differ between two machines).
@@ -56,6 +58,11 @@ STUDY_DURATION: Final = "60s"
 STUDY_PER_POINTS: Final = (0, 8)  # the cleanest and a lossy point of its 16
 #: The many-flow point (the `make bench` scaling table's 1,000 flows, shorter).
 MANY_FLOWS: Final = (1000, "1Gbps", "5s")
+#: How long the traced training run lasts (`trace_bench`'s scenario, traced as it is there).
+TRACED_DURATION: Final = "60s"
+#: How a training run is made, as its users make it: `tcplab run`, a sweep's worker (series
+#: streamed to a file), or a traced run (captures and event log written to files).
+RUN, SWEEP, TRACE = "run", "sweep", "trace"
 
 
 def sources_sha256(root: Path) -> str:
@@ -70,16 +77,18 @@ def sources_sha256(root: Path) -> str:
     return h.hexdigest()
 
 
-def training(root: Path) -> Iterator[tuple[str, dict[str, Any], bool]]:
-    """(name, normalized scenario, streamed) of every training run; `streamed`: run as a
-    sweep runs it, its series streamed to a file (else as `tcplab run` does)."""
+def training(root: Path) -> Iterator[tuple[str, dict[str, Any], str]]:
+    """(name, normalized scenario, how it is run: `RUN`, `SWEEP` or `TRACE`) of every
+    training run."""
     from ..scenario.load import load_scenario
     from ..scenario.normalize import normalize
     from ..study.grid import load_study
+    from .demo import builtin_scenario
     from .scaling import dumbbell
+    from .trace_bench import OVERRIDES as TRACED
 
     for case in cases(root):
-        yield case.name, case.scenario, False
+        yield case.name, case.scenario, RUN
     path = root / "python" / "tcplab" / "study" / "published" / f"{STUDY}.toml"
     study = load_study(path)
     per_values = next(a.values for a in study.axes if a.path == "bottleneck.per")
@@ -95,9 +104,11 @@ def training(root: Path) -> Iterator[tuple[str, dict[str, Any], bool]]:
         ]
         label = ",".join(f"{k}={v}" for k, v in params.items())
         scenario = normalize(load_scenario(study.base, pairs, base_dir=path.parent))
-        yield f"{STUDY}:{variant.name}:{label}", scenario, True
+        yield f"{STUDY}:{variant.name}:{label}", scenario, SWEEP
     flows, rate, duration = MANY_FLOWS
-    yield f"dumbbell-{flows}", dumbbell(flows, rate, duration), True
+    yield f"dumbbell-{flows}", dumbbell(flows, rate, duration), SWEEP
+    geo = load_scenario(builtin_scenario("geo-sat.toml"), [*TRACED, ("duration", TRACED_DURATION)])
+    yield "geo-4mbps traced", normalize(geo), TRACE
 
 
 def _rustc_host() -> str:
@@ -165,15 +176,21 @@ def _build_instrumented(root: Path, host: str, target_dir: Path, out: Path) -> P
 #: files it is given (the counts are written when the process exits), each through the call
 #: its users make: a study's runs stream their series to a file, as a sweep's workers do.
 _WORKER: Final = """
-import importlib.util, os, sys
+import importlib.util, json, os, sys
 spec = importlib.util.spec_from_file_location("_core", sys.argv[1])
 core = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(core)
 for path in sys.argv[2:]:
     with open(path) as f:
         text = f.read()
-    if os.path.basename(path).startswith("sweep-"):
+    how = os.path.basename(path).split("-", 1)[0]
+    if how == "sweep":
         core.run_json_series(text, path + ".series")
+    elif how == "trace":
+        out = path + ".trace"
+        os.mkdir(out)
+        spec = {"pcap_dir": out, "events_path": os.path.join(out, "events.raw")}
+        core.run_traced_json(text, json.dumps(spec))
     else:
         core.run_json(text)
 """
@@ -200,8 +217,8 @@ def make_profile(root: Path, jobs: int) -> tuple[int, Path]:
         extension = _build_instrumented(root, host, target_dir, work / "wheel")
         runs = list(training(root))
         paths = []
-        for i, (_, scenario, streamed) in enumerate(runs):
-            p = work / f"{'sweep' if streamed else 'run'}-{i:03d}.json"
+        for i, (_, scenario, how) in enumerate(runs):
+            p = work / f"{how}-{i:03d}.json"
             p.write_text(json.dumps(scenario))
             paths.append(p)
         # dealt round-robin: each worker gets a share of the long runs

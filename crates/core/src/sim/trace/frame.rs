@@ -71,26 +71,42 @@ mod tcpf {
 }
 
 /// The one's-complement sum of RFC 1071 over `data` (big-endian 16-bit words, an odd last
-/// byte padded with zero), added to `sum`; not yet folded.
+/// byte padded with zero), added to `sum`; not yet folded. Taken eight bytes at a time: as
+/// 2^16 is 1 modulo 2^16 - 1, a big-endian 64-bit word adds what its four 16-bit words add
+/// once folded, and a carry out of 64 bits is added back at the bottom (RFC 1071 §2(B),
+/// "parallel summation"); so the value returned may differ from the 16-bit sum, but
+/// `fold_checksum` gives the same checksum.
 #[inline]
-pub fn ones_sum(mut sum: u64, data: &[u8]) -> u64 {
-    let mut words = data.chunks_exact(2);
+pub fn ones_sum(sum: u64, data: &[u8]) -> u64 {
+    let mut acc = sum;
+    let mut octets = data.chunks_exact(8);
+    for q in &mut octets {
+        let (s, carry) = acc.overflowing_add(u64::from_be_bytes(q.try_into().expect("8 bytes")));
+        acc = s + carry as u64;
+    }
+    // what is left starts at a multiple of eight: whole 16-bit words, then maybe a byte
+    let mut rest = 0u64;
+    let mut words = octets.remainder().chunks_exact(2);
     for w in &mut words {
-        sum += u16::from_be_bytes([w[0], w[1]]) as u64;
+        rest += u16::from_be_bytes([w[0], w[1]]) as u64;
     }
     if let [last] = words.remainder() {
-        sum += (*last as u64) << 8;
+        rest += (*last as u64) << 8;
     }
-    sum
+    let (s, carry) = acc.overflowing_add(rest);
+    s + carry as u64
 }
 
 /// Fold a sum to 16 bits and complement it: the Internet checksum (RFC 1071).
 #[inline]
-pub fn fold_checksum(mut sum: u64) -> u16 {
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
+pub fn fold_checksum(sum: u64) -> u16 {
+    // each step adds the high half back at the bottom (2^32 and 2^16 are 1 modulo
+    // 2^16 - 1): 64 bits to at most 33, then 17, then 16 and a carry, then 16
+    let s = (sum & 0xffff_ffff) + (sum >> 32);
+    let s = (s & 0xffff) + (s >> 16);
+    let s = (s & 0xffff) + (s >> 16);
+    let s = (s & 0xffff) + (s >> 16);
+    !(s as u16)
 }
 
 /// Which way a packet travels on its connection.
@@ -145,7 +161,8 @@ fn mac(ip: [u8; 4]) -> [u8; 6] {
     [0x02, 0x00, ip[0], ip[1], ip[2], ip[3]]
 }
 
-/// A frame being built: its bytes up to the snap length and its original length.
+/// A frame being built: its bytes up to the snap length, appended to `buf`, and its
+/// original length.
 pub struct Frame<'a> {
     pub buf: &'a mut Vec<u8>,
     /// Bytes the frame has on the wire (Ethernet header included).
@@ -273,7 +290,7 @@ impl ConnWire {
         (bytes >> shift).min(0xffff) as u16
     }
 
-    /// Build the frame of TCP packet `p` travelling `dir` into `out.buf` (cleared; at most
+    /// Build the frame of TCP packet `p` travelling `dir` at the end of `out.buf` (at most
     /// `snaplen` bytes kept); `sacks` are its SACK blocks.
     pub fn tcp_frame(
         &self,
@@ -330,26 +347,31 @@ impl ConnWire {
         }
         let tcp_len = TCP_BYTES + opt_len + payload;
         let (src, dst, sport, dport) = self.endpoints(dir);
-        let buf = &mut *out.buf;
-        buf.clear();
-        eth_ip(buf, src, dst, 6, (IP_BYTES + tcp_len) as u16, ecn_bits(p));
-        let th = buf.len();
-        buf.extend_from_slice(&sport.to_be_bytes());
-        buf.extend_from_slice(&dport.to_be_bytes());
-        buf.extend_from_slice(&seq.to_be_bytes());
-        buf.extend_from_slice(&ack.to_be_bytes());
-        buf.push((((TCP_BYTES + opt_len) / 4) as u8) << 4);
-        buf.push(f);
-        buf.extend_from_slice(&self.window_field(p, dir).to_be_bytes());
-        buf.extend_from_slice(&[0, 0, 0, 0]); // checksum, urgent pointer
-        buf.extend_from_slice(&o.b[..opt_len]);
+        let mut h = [0u8; ETH_BYTES + IP_BYTES + TCP_BYTES + 40];
+        eth_ip(
+            &mut h,
+            src,
+            dst,
+            6,
+            (IP_BYTES + tcp_len) as u16,
+            ecn_bits(p),
+        );
+        const TH: usize = ETH_BYTES + IP_BYTES;
+        let tcp_header = TCP_BYTES + opt_len;
+        let t = &mut h[TH..TH + tcp_header];
+        t[0..2].copy_from_slice(&sport.to_be_bytes());
+        t[2..4].copy_from_slice(&dport.to_be_bytes());
+        t[4..8].copy_from_slice(&seq.to_be_bytes());
+        t[8..12].copy_from_slice(&ack.to_be_bytes());
+        t[12] = ((tcp_header / 4) as u8) << 4;
+        t[13] = f;
+        t[14..16].copy_from_slice(&self.window_field(p, dir).to_be_bytes());
+        // checksum and urgent pointer stay zero until the sum is known
+        t[TCP_BYTES..].copy_from_slice(&o.b[..opt_len]);
         // The payload is zeros: it adds nothing to the sum, only its length counts.
-        let sum = ones_sum(pseudo_sum(src, dst, 6, tcp_len), &buf[th..]);
-        let c = fold_checksum(sum);
-        buf[th + 16..th + 18].copy_from_slice(&c.to_be_bytes());
-        let full = buf.len() + payload;
-        buf.resize(full.min(snaplen), 0);
-        out.orig_len = full as u32;
+        let c = fold_checksum(ones_sum(pseudo_sum(src, dst, 6, tcp_len), t));
+        t[16..18].copy_from_slice(&c.to_be_bytes());
+        out.orig_len = append_frame(out.buf, &h[..TH + tcp_header], payload, snaplen);
     }
 
     fn endpoints(&self, dir: Dir) -> ([u8; 4], [u8; 4], u16, u16) {
@@ -370,28 +392,32 @@ impl ConnWire {
     }
 }
 
-/// A UDP datagram of a constant-bit-rate flow (sender to receiver; payload zeros).
+/// A UDP datagram of a constant-bit-rate flow (sender to receiver; payload zeros), at the
+/// end of `out.buf`.
 pub fn udp_frame(index: u32, p: &PacketHead, snaplen: usize, out: &mut Frame<'_>) {
     let (src, dst, sport) = flow_addresses(index);
     let dport = LISTEN_PORT;
     let payload = (p.wire_bytes as usize).saturating_sub(IP_BYTES + UDP_BYTES);
     let udp_len = UDP_BYTES + payload;
-    let buf = &mut *out.buf;
-    buf.clear();
-    eth_ip(buf, src, dst, 17, (IP_BYTES + udp_len) as u16, ecn_bits(p));
-    let uh = buf.len();
-    buf.extend_from_slice(&sport.to_be_bytes());
-    buf.extend_from_slice(&dport.to_be_bytes());
-    buf.extend_from_slice(&(udp_len as u16).to_be_bytes());
-    buf.extend_from_slice(&[0, 0]);
-    let c = match fold_checksum(ones_sum(pseudo_sum(src, dst, 17, udp_len), &buf[uh..])) {
+    let mut h = [0u8; ETH_BYTES + IP_BYTES + UDP_BYTES];
+    eth_ip(
+        &mut h,
+        src,
+        dst,
+        17,
+        (IP_BYTES + udp_len) as u16,
+        ecn_bits(p),
+    );
+    let u = &mut h[ETH_BYTES + IP_BYTES..];
+    u[0..2].copy_from_slice(&sport.to_be_bytes());
+    u[2..4].copy_from_slice(&dport.to_be_bytes());
+    u[4..6].copy_from_slice(&(udp_len as u16).to_be_bytes());
+    let c = match fold_checksum(ones_sum(pseudo_sum(src, dst, 17, udp_len), u)) {
         0 => 0xffff, // RFC 768: a computed zero is sent as all ones
         c => c,
     };
-    buf[uh + 6..uh + 8].copy_from_slice(&c.to_be_bytes());
-    let full = buf.len() + payload;
-    buf.resize(full.min(snaplen), 0);
-    out.orig_len = full as u32;
+    u[6..8].copy_from_slice(&c.to_be_bytes());
+    out.orig_len = append_frame(out.buf, &h, payload, snaplen);
 }
 
 /// The IPv4 ECN field of a packet (RFC 3168 §5): CE, ECT(0) or not ECN-capable.
@@ -412,19 +438,34 @@ fn pseudo_sum(src: [u8; 4], dst: [u8; 4], proto: u8, len: usize) -> u64 {
     s + proto as u64 + len as u64
 }
 
-/// Ethernet II and IPv4 headers (DF, ID 0, TTL 64) with the header checksum.
-fn eth_ip(buf: &mut Vec<u8>, src: [u8; 4], dst: [u8; 4], proto: u8, total: u16, ecn: u8) {
-    buf.extend_from_slice(&mac(dst));
-    buf.extend_from_slice(&mac(src));
-    buf.extend_from_slice(&[0x08, 0x00]);
-    let ih = buf.len();
-    buf.extend_from_slice(&[0x45, ecn]);
-    buf.extend_from_slice(&total.to_be_bytes());
-    buf.extend_from_slice(&[0, 0, 0x40, 0, 64, proto, 0, 0]);
-    buf.extend_from_slice(&src);
-    buf.extend_from_slice(&dst);
-    let c = fold_checksum(ones_sum(0, &buf[ih..ih + IP_BYTES]));
-    buf[ih + 10..ih + 12].copy_from_slice(&c.to_be_bytes());
+/// Ethernet II and IPv4 headers (DF, ID 0, TTL 64) with the header checksum, in the first
+/// `ETH_BYTES + IP_BYTES` bytes of `h`.
+#[inline]
+fn eth_ip(h: &mut [u8], src: [u8; 4], dst: [u8; 4], proto: u8, total: u16, ecn: u8) {
+    h[0..6].copy_from_slice(&mac(dst));
+    h[6..12].copy_from_slice(&mac(src));
+    h[12..14].copy_from_slice(&[0x08, 0x00]);
+    let ip = &mut h[ETH_BYTES..ETH_BYTES + IP_BYTES];
+    ip[0..2].copy_from_slice(&[0x45, ecn]);
+    ip[2..4].copy_from_slice(&total.to_be_bytes());
+    ip[4..12].copy_from_slice(&[0, 0, 0x40, 0, 64, proto, 0, 0]);
+    ip[12..16].copy_from_slice(&src);
+    ip[16..20].copy_from_slice(&dst);
+    let c = fold_checksum(ones_sum(0, ip));
+    ip[10..12].copy_from_slice(&c.to_be_bytes());
+}
+
+/// Append a frame of `headers` and `payload` zero bytes to `buf`, cut to `snaplen`; its
+/// length on the wire.
+#[inline]
+fn append_frame(buf: &mut Vec<u8>, headers: &[u8], payload: usize, snaplen: usize) -> u32 {
+    let full = headers.len() + payload;
+    let kept = full.min(snaplen);
+    buf.extend_from_slice(&headers[..kept.min(headers.len())]);
+    if kept > headers.len() {
+        buf.resize(buf.len() + kept - headers.len(), 0);
+    }
+    full as u32
 }
 
 #[cfg(test)]
@@ -436,9 +477,18 @@ mod tests {
         // RFC 1071 §3: the bytes 00 01 f2 03 f4 f5 f6 f7 sum to ddf2 (after the end-around
         // carry of 2ddf0), so the checksum is its complement, 220d.
         let sum = ones_sum(0, &[0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7]);
-        assert_eq!(sum, 0x2ddf0);
         assert_eq!(fold_checksum(sum), !0xddf2u16);
         assert_eq!(fold_checksum(sum), 0x220d);
+        // the same bytes after one, two or three others: the words they form are summed
+        // in whatever grouping the position gives
+        for pre in [&[0x12u8][..], &[0x12, 0x34], &[0x12, 0x34, 0x56]] {
+            let data = [pre, &[0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7]].concat();
+            let words: u64 = data
+                .chunks(2)
+                .map(|w| u16::from_be_bytes([w[0], *w.get(1).unwrap_or(&0)]) as u64)
+                .sum();
+            assert_eq!(fold_checksum(ones_sum(0, &data)), fold_checksum(words));
+        }
     }
 
     #[test]
@@ -454,7 +504,10 @@ mod tests {
 
     #[test]
     fn odd_length_data_is_padded_with_a_zero_byte() {
-        assert_eq!(ones_sum(0, &[0x12, 0x34, 0x56]), 0x1234 + 0x5600);
+        assert_eq!(
+            fold_checksum(ones_sum(0, &[0x12, 0x34, 0x56])),
+            !(0x1234u16 + 0x5600)
+        );
     }
 
     fn wire() -> ConnWire {

@@ -136,12 +136,84 @@ struct Capture {
 const EGRESS: usize = 0;
 const INGRESS: usize = 1;
 
-/// A frame captured ahead of its time.
-struct Ahead {
-    t_ns: u64,
-    frame: Vec<u8>,
-    orig_len: u32,
-    dir: Direction,
+/// Packets of one capture seen ahead of their time one way, in time order: their whole
+/// pcapng blocks one after another in `bytes` from `head` on, and each one's time and length.
+#[derive(Default)]
+struct AheadQueue {
+    bytes: Vec<u8>,
+    head: usize,
+    blocks: VecDeque<(u64, u32)>,
+}
+
+/// Bytes written from an `AheadQueue` that still holds blocks, beyond which they are
+/// dropped from its front (when they are at least half of it: each byte moves at most once).
+const AHEAD_COMPACT_BYTES: usize = 1 << 16;
+
+impl AheadQueue {
+    /// The first block, written: drop it.
+    fn pop(&mut self) {
+        if let Some((_, len)) = self.blocks.pop_front() {
+            self.head += len as usize;
+        }
+        if self.blocks.is_empty() {
+            self.bytes.clear();
+            self.head = 0;
+        } else if self.head >= AHEAD_COMPACT_BYTES && 2 * self.head >= self.bytes.len() {
+            self.bytes.drain(..self.head);
+            self.head = 0;
+        }
+    }
+}
+
+/// What a frame is built from: the traced flows and each connection's headers.
+struct Framer {
+    snaplen: usize,
+    /// Per user flow: traced?
+    flows: Vec<bool>,
+    /// Per connection: its flow and its headers.
+    conn_flow: Vec<u32>,
+    wires: Vec<ConnWire>,
+    /// Flow of each UDP route (routes after the connections' two each).
+    udp_route_flow: Vec<u32>,
+}
+
+impl Framer {
+    /// Whether packet `p` is traced (not a flow filtered out, nor cross traffic).
+    #[inline]
+    fn traced(&self, p: &PacketHead) -> bool {
+        let route = p.route as usize;
+        let n_routes = 2 * self.wires.len();
+        if route < n_routes {
+            return self.flows[self.conn_flow[route / 2] as usize];
+        }
+        // routes made during the run (TCP cross traffic's) are not captured either
+        let flow = self
+            .udp_route_flow
+            .get(route - n_routes)
+            .copied()
+            .unwrap_or(u32::MAX);
+        flow != u32::MAX && self.flows[flow as usize]
+    }
+
+    /// Append traced packet `idx`'s frame to `buf`; its length on the wire.
+    fn build(&self, idx: u32, pool: &PacketPool, buf: &mut Vec<u8>) -> u32 {
+        let p: &PacketHead = pool.get(idx);
+        let route = p.route as usize;
+        let n_routes = 2 * self.wires.len();
+        let mut f = Frame { buf, orig_len: 0 };
+        if route < n_routes {
+            let dir = if route.is_multiple_of(2) {
+                Dir::ToReceiver
+            } else {
+                Dir::ToSender
+            };
+            self.wires[route / 2].tcp_frame(p, pool.sacks(idx), dir, self.snaplen, &mut f);
+        } else {
+            let flow = self.udp_route_flow[route - n_routes];
+            frame::udp_frame(flow, p, self.snaplen, &mut f);
+        }
+        f.orig_len
+    }
 }
 
 /// Which capture a link's ingress and egress feed, and the direction packets have there.
@@ -155,21 +227,13 @@ struct Tap {
 pub struct Tracer {
     from_ns: u64,
     to_ns: u64,
-    snaplen: usize,
-    /// Per user flow: traced?
-    flows: Vec<bool>,
-    /// Per connection: its flow and its headers.
-    conn_flow: Vec<u32>,
-    wires: Vec<ConnWire>,
-    /// Flow of each UDP route (routes after the connections' two each).
-    udp_route_flow: Vec<u32>,
+    framer: Framer,
     taps: Vec<Tap>,
     captures: Vec<Capture>,
     events: Option<(EventLog<Out>, PathBuf)>,
-    frame: Vec<u8>,
-    /// Per capture: frames seen leaving a link ahead of their time (`egress_ahead`), and
-    /// entering one (`set_passing`), each in time order.
-    ahead: Vec<[VecDeque<Ahead>; 2]>,
+    /// Per capture: packets seen leaving a link ahead of their time (`egress_ahead`), and
+    /// entering one (`set_passing`).
+    ahead: Vec<[AheadQueue; 2]>,
     /// While a packet is passed on ahead of its time, the time it is (what the packet
     /// enters is seen ahead).
     passing: Option<SimTime>,
@@ -353,21 +417,22 @@ impl Tracer {
             from_ns: spec.from_ns,
             // nothing at or after the end happens (a frame seen ahead may be due later)
             to_ns: to_ns.min(sim.end.ns()),
-            snaplen: spec.snaplen_bytes as usize,
-            flows,
-            conn_flow: sim.conns.iter().map(|c| c.flow).collect(),
-            wires: sim
-                .conns
-                .iter()
-                .map(|c| conn_wire(sim.cfg.seed, c))
-                .collect(),
-            udp_route_flow,
+            framer: Framer {
+                snaplen: spec.snaplen_bytes as usize,
+                flows,
+                conn_flow: sim.conns.iter().map(|c| c.flow).collect(),
+                wires: sim
+                    .conns
+                    .iter()
+                    .map(|c| conn_wire(sim.cfg.seed, c))
+                    .collect(),
+                udp_route_flow,
+            },
             taps,
             ahead: captures.iter().map(|_| Default::default()).collect(),
             passing: None,
             captures,
             events,
-            frame: Vec::with_capacity(256),
             error: None,
         })
     }
@@ -415,7 +480,7 @@ impl Tracer {
     }
 
     /// Keep packet `idx`'s frame, seen at `at` ahead of the events written so far, in
-    /// capture `cap`'s frames ahead of `way` (`EGRESS`, `INGRESS`).
+    /// capture `cap`'s packets ahead of `way` (`EGRESS`, `INGRESS`).
     fn keep_ahead(
         &mut self,
         at: SimTime,
@@ -434,90 +499,55 @@ impl Tracer {
             // grow with the run when every frame of a capture is seen ahead
             self.write_ahead(cap as usize, now.ns());
         }
-        if let Some(orig_len) = self.build(idx, pool) {
-            let kept = &mut self.ahead[cap as usize][way];
-            debug_assert!(kept.back().is_none_or(|a| a.t_ns <= at.ns()));
-            kept.push_back(Ahead {
-                t_ns: at.ns(),
-                frame: self.frame.clone(),
-                orig_len,
-                dir,
-            });
+        if !self.framer.traced(pool.get(idx)) {
+            return;
         }
+        let q = &mut self.ahead[cap as usize][way];
+        debug_assert!(q.blocks.back().is_none_or(|b| b.0 <= at.ns()));
+        let start = pcapng::begin_epb(&mut q.bytes, at.ns());
+        let orig_len = self.framer.build(idx, pool, &mut q.bytes);
+        let snaplen = self.framer.snaplen as u32;
+        pcapng::end_epb(&mut q.bytes, start, snaplen, orig_len, Some(dir));
+        q.blocks
+            .push_back((at.ns(), (q.bytes.len() - start) as u32));
     }
 
     fn capture(&mut self, now: SimTime, cap: u16, d: Direction, idx: u32, pool: &PacketPool) {
-        if self.error.is_some() || !self.in_window(now) {
+        if self.error.is_some() || !self.in_window(now) || !self.framer.traced(pool.get(idx)) {
             return;
         }
-        let Some(orig) = self.build(idx, pool) else {
-            return;
-        };
         self.write_ahead(cap as usize, now.ns());
         let c = &mut self.captures[cap as usize];
-        if let Err(e) = c.writer.packet(now.ns(), &self.frame, orig, Some(d)) {
+        let start = c.writer.start_packet(now.ns());
+        let orig_len = self.framer.build(idx, pool, c.writer.frame_buf());
+        if let Err(e) = c.writer.finish_packet(start, orig_len, Some(d)) {
             self.error = Some(format!("cannot write {}: {e}", c.path.display()));
         }
     }
 
-    /// Write capture `cap`'s frames seen ahead whose time is `t_ns` or before, in time
+    /// Write capture `cap`'s packets seen ahead whose time is `t_ns` or before, in time
     /// order; of two in the same nanosecond the one leaving a link first (as a frame seen
     /// ahead is written before one captured as it happens).
     fn write_ahead(&mut self, cap: usize, t_ns: u64) {
         let c = &mut self.captures[cap];
         let ahead = &mut self.ahead[cap];
         while self.error.is_none() {
-            let way = match (ahead[EGRESS].front(), ahead[INGRESS].front()) {
-                (Some(e), Some(i)) if e.t_ns <= i.t_ns => EGRESS,
+            let way = match (ahead[EGRESS].blocks.front(), ahead[INGRESS].blocks.front()) {
+                (Some(e), Some(i)) if e.0 <= i.0 => EGRESS,
                 (Some(_), None) => EGRESS,
                 (_, Some(_)) => INGRESS,
                 (None, None) => break,
             };
-            let a = ahead[way].front().expect("chosen non-empty");
-            if a.t_ns > t_ns {
+            let q = &mut ahead[way];
+            let (t, len) = *q.blocks.front().expect("chosen non-empty");
+            if t > t_ns {
                 break;
             }
-            if let Err(e) = c.writer.packet(a.t_ns, &a.frame, a.orig_len, Some(a.dir)) {
+            if let Err(e) = c.writer.push_block(&q.bytes[q.head..q.head + len as usize]) {
                 self.error = Some(format!("cannot write {}: {e}", c.path.display()));
             }
-            ahead[way].pop_front();
+            q.pop();
         }
-    }
-
-    /// Build packet `idx`'s frame in `self.frame`; its length on the wire, or `None` if it
-    /// is not traced (a flow filtered out, cross traffic).
-    fn build(&mut self, idx: u32, pool: &PacketPool) -> Option<u32> {
-        let p: &PacketHead = pool.get(idx);
-        let route = p.route as usize;
-        let n_routes = 2 * self.wires.len();
-        let mut f = Frame {
-            buf: &mut self.frame,
-            orig_len: 0,
-        };
-        if route < n_routes {
-            let conn = route / 2;
-            if !self.flows[self.conn_flow[conn] as usize] {
-                return None;
-            }
-            let dir = if route.is_multiple_of(2) {
-                Dir::ToReceiver
-            } else {
-                Dir::ToSender
-            };
-            self.wires[conn].tcp_frame(p, pool.sacks(idx), dir, self.snaplen, &mut f);
-        } else {
-            // routes made during the run (TCP cross traffic's) are not captured either
-            let flow = self
-                .udp_route_flow
-                .get(route - n_routes)
-                .copied()
-                .unwrap_or(u32::MAX);
-            if flow == u32::MAX || !self.flows[flow as usize] {
-                return None;
-            }
-            frame::udp_frame(flow, p, self.snaplen, &mut f);
-        }
-        Some(f.orig_len)
     }
 
     /// The data sender of `conn` acted at `now`, sending `sent`.
@@ -529,7 +559,7 @@ impl Tracer {
         c: &Connection,
         sent: &[crate::net::packet::Packet],
     ) {
-        if self.error.is_some() || !self.flows[c.flow as usize] {
+        if self.error.is_some() || !self.framer.flows[c.flow as usize] {
             return;
         }
         let logged = self.in_window(now);

@@ -1,7 +1,7 @@
 //! A pcapng writer (draft-ietf-opsawg-pcapng): one Section Header Block, one Interface
 //! Description Block with nanosecond timestamps (`if_tsresol` = 9), then one Enhanced
-//! Packet Block per packet, written as they come (a `BufWriter`: memory stays bounded
-//! whatever the run's length). Little-endian, as the byte-order magic says; every block and
+//! Packet Block per packet, written as they come (a megabyte at a time: memory stays
+//! bounded whatever the run's length). Little-endian, as the byte-order magic says; every block and
 //! option is padded to 32 bits.
 use std::io::{self, Write};
 
@@ -71,10 +71,51 @@ fn block(kind: u32, body: &[u8], out: &mut Vec<u8>) {
     push_u32(out, total);
 }
 
-/// A pcapng file being written.
+/// Bytes of an Enhanced Packet Block before its data.
+const EPB_HEAD_BYTES: usize = 28;
+/// Bytes a writer gathers before it hands them to its output in one write.
+const PENDING_BYTES: usize = 1 << 20;
+
+/// Start an Enhanced Packet Block seen at `t_ns` at the end of `b`: its head, with the
+/// lengths left to `end_epb`, which completes it once the frame's bytes follow. Returns
+/// where the block starts.
+pub fn begin_epb(b: &mut Vec<u8>, t_ns: u64) -> usize {
+    let start = b.len();
+    let mut head = [0u8; EPB_HEAD_BYTES];
+    head[0..4].copy_from_slice(&EPB.to_le_bytes());
+    // interface 0; then the timestamp's high and low words
+    head[12..16].copy_from_slice(&((t_ns >> 32) as u32).to_le_bytes());
+    head[16..20].copy_from_slice(&(t_ns as u32).to_le_bytes());
+    b.extend_from_slice(&head);
+    start
+}
+
+/// Complete the block `begin_epb` started at `start`: what follows its head is the frame's
+/// data (cut to `snaplen`) of a frame of `orig_len` bytes.
+pub fn end_epb(b: &mut Vec<u8>, start: usize, snaplen: u32, orig_len: u32, dir: Option<Direction>) {
+    let data_at = start + EPB_HEAD_BYTES;
+    b.truncate(data_at + (b.len() - data_at).min(snaplen as usize));
+    let cap = b.len() - data_at;
+    b.resize(data_at + pad4(cap), 0);
+    if let Some(d) = dir {
+        push_u16(b, EPB_FLAGS);
+        push_u16(b, 4);
+        push_u32(b, d as u32);
+        push_u32(b, 0); // opt_endofopt
+    }
+    let total = (b.len() - start + 4) as u32;
+    push_u32(b, total);
+    b[start + 4..start + 8].copy_from_slice(&total.to_le_bytes());
+    b[start + 20..start + 24].copy_from_slice(&(cap as u32).to_le_bytes());
+    b[start + 24..start + 28].copy_from_slice(&orig_len.to_le_bytes());
+}
+
+/// A pcapng file being written. Blocks gather in `pending` and go to the output a
+/// megabyte at a time: a frame is built in place there (`start_packet`), or a block built
+/// earlier is copied in once (`push_block`).
 pub struct PcapngWriter<W: Write> {
     out: W,
-    scratch: Vec<u8>,
+    pending: Vec<u8>,
     snaplen: u32,
     pub packets: u64,
     pub bytes: u64,
@@ -82,8 +123,8 @@ pub struct PcapngWriter<W: Write> {
 
 impl<W: Write> PcapngWriter<W> {
     /// Write the section header and the interface description.
-    pub fn new(mut out: W, h: &Header<'_>) -> io::Result<Self> {
-        let mut buf = Vec::with_capacity(256);
+    pub fn new(out: W, h: &Header<'_>) -> io::Result<Self> {
+        let mut buf = Vec::with_capacity(PENDING_BYTES + 4096);
         let mut body = Vec::with_capacity(128);
         push_u32(&mut body, BYTE_ORDER_MAGIC);
         push_u16(&mut body, 1);
@@ -108,11 +149,10 @@ impl<W: Write> PcapngWriter<W> {
         push_option(&mut body, IF_TSRESOL, &[9]);
         push_option(&mut body, OPT_ENDOFOPT, &[]);
         block(IDB, &body, &mut buf);
-        out.write_all(&buf)?;
         let bytes = buf.len() as u64;
         Ok(PcapngWriter {
             out,
-            scratch: buf,
+            pending: buf,
             snaplen: h.snaplen,
             packets: 0,
             bytes,
@@ -128,35 +168,60 @@ impl<W: Write> PcapngWriter<W> {
         orig_len: u32,
         dir: Option<Direction>,
     ) -> io::Result<()> {
-        let data = &data[..data.len().min(self.snaplen as usize)];
-        let b = &mut self.scratch;
-        b.clear();
-        let opts = if dir.is_some() { 12 } else { 0 };
-        let total = (32 + pad4(data.len()) + opts) as u32;
-        push_u32(b, EPB);
-        push_u32(b, total);
-        push_u32(b, 0); // interface 0
-        push_u32(b, (t_ns >> 32) as u32);
-        push_u32(b, t_ns as u32);
-        push_u32(b, data.len() as u32);
-        push_u32(b, orig_len);
-        b.extend_from_slice(data);
-        b.resize(b.len() + pad4(data.len()) - data.len(), 0);
-        if let Some(d) = dir {
-            push_u16(b, EPB_FLAGS);
-            push_u16(b, 4);
-            push_u32(b, d as u32);
-            push_u32(b, 0); // opt_endofopt
-        }
-        push_u32(b, total);
-        self.out.write_all(b)?;
+        let start = self.start_packet(t_ns);
+        self.frame_buf().extend_from_slice(data);
+        self.finish_packet(start, orig_len, dir)
+    }
+
+    /// Start a packet seen at `t_ns`: its frame's bytes are then appended to `frame_buf`,
+    /// and `finish_packet` (or `cancel_packet`) is given what this returns.
+    #[inline]
+    pub fn start_packet(&mut self, t_ns: u64) -> usize {
+        begin_epb(&mut self.pending, t_ns)
+    }
+
+    /// Where a started packet's frame goes (appended).
+    #[inline]
+    pub fn frame_buf(&mut self) -> &mut Vec<u8> {
+        &mut self.pending
+    }
+
+    /// Complete the packet started at `start`, a frame of `orig_len` bytes.
+    pub fn finish_packet(
+        &mut self,
+        start: usize,
+        orig_len: u32,
+        dir: Option<Direction>,
+    ) -> io::Result<()> {
+        end_epb(&mut self.pending, start, self.snaplen, orig_len, dir);
+        self.written(start)
+    }
+
+    /// Drop the packet started at `start` (not captured after all).
+    pub fn cancel_packet(&mut self, start: usize) {
+        self.pending.truncate(start);
+    }
+
+    /// One packet whose whole block (`begin_epb` .. `end_epb`) was built earlier.
+    pub fn push_block(&mut self, block: &[u8]) -> io::Result<()> {
+        let start = self.pending.len();
+        self.pending.extend_from_slice(block);
+        self.written(start)
+    }
+
+    fn written(&mut self, start: usize) -> io::Result<()> {
         self.packets += 1;
-        self.bytes += total as u64;
+        self.bytes += (self.pending.len() - start) as u64;
+        if self.pending.len() >= PENDING_BYTES {
+            self.out.write_all(&self.pending)?;
+            self.pending.clear();
+        }
         Ok(())
     }
 
     /// Flush and hand back the output.
     pub fn finish(mut self) -> io::Result<W> {
+        self.out.write_all(&self.pending)?;
         self.out.flush()?;
         Ok(self.out)
     }
@@ -226,23 +291,39 @@ mod tests {
     #[test]
     fn comment_option_is_padded_and_data_beyond_the_snap_length_is_cut() {
         let mut w = PcapngWriter::new(Vec::new(), &header("hello")).unwrap();
-        // "hello": code 1, length 5, 3 bytes of padding.
-        let shb_len = u32::from_le_bytes(w.scratch[4..8].try_into().unwrap());
-        assert_eq!(shb_len, 32 + 12);
-        assert_eq!(
-            &w.scratch[24..36],
-            &[1, 0, 5, 0, b'h', b'e', b'l', b'l', b'o', 0, 0, 0]
-        );
+        let start = w.bytes as usize;
         let data = vec![7u8; 200];
         w.packet(0, &data, 200, None).unwrap();
+        let bytes = w.finish().unwrap();
+        // "hello": code 1, length 5, 3 bytes of padding.
+        let shb_len = u32::from_le_bytes(bytes[4..8].try_into().unwrap());
+        assert_eq!(shb_len, 32 + 12);
         assert_eq!(
-            u32::from_le_bytes(w.scratch[20..24].try_into().unwrap()),
-            96
+            &bytes[24..36],
+            &[1, 0, 5, 0, b'h', b'e', b'l', b'l', b'o', 0, 0, 0]
         );
-        assert_eq!(
-            u32::from_le_bytes(w.scratch[24..28].try_into().unwrap()),
-            200
-        );
-        assert_eq!(w.scratch.len(), 32 + 96);
+        let epb = &bytes[start..];
+        assert_eq!(u32::from_le_bytes(epb[20..24].try_into().unwrap()), 96);
+        assert_eq!(u32::from_le_bytes(epb[24..28].try_into().unwrap()), 200);
+        assert_eq!(epb.len(), 32 + 96);
+    }
+
+    #[test]
+    fn a_block_built_in_place_or_elsewhere_is_the_block_packet_writes() {
+        let data: Vec<u8> = (0..77).collect();
+        let mut a = PcapngWriter::new(Vec::new(), &header("")).unwrap();
+        a.packet(123_456_789_012, &data, 1514, Some(Direction::Inbound))
+            .unwrap();
+        let mut b = PcapngWriter::new(Vec::new(), &header("")).unwrap();
+        let mut block = Vec::new();
+        let at = begin_epb(&mut block, 123_456_789_012);
+        block.extend_from_slice(&data);
+        end_epb(&mut block, at, 96, 1514, Some(Direction::Inbound));
+        b.push_block(&block).unwrap();
+        let cancelled = b.start_packet(5);
+        b.frame_buf().extend_from_slice(&data);
+        b.cancel_packet(cancelled);
+        assert_eq!((a.packets, a.bytes), (b.packets, b.bytes));
+        assert_eq!(a.finish().unwrap(), b.finish().unwrap());
     }
 }
