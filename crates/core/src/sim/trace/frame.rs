@@ -167,21 +167,55 @@ pub struct Frame<'a> {
     pub buf: &'a mut Vec<u8>,
     /// Bytes the frame has on the wire (Ethernet header included).
     pub orig_len: u32,
+    /// Where the frame being built ends in `buf` once cut to the snap length.
+    end: usize,
 }
 
-/// Scratch for the options of one segment (at most 40 bytes).
+impl<'a> Frame<'a> {
+    /// A frame to be built at the end of `buf`.
+    pub fn new(buf: &'a mut Vec<u8>) -> Self {
+        Frame {
+            buf,
+            orig_len: 0,
+            end: 0,
+        }
+    }
+
+    /// Cut the frame just built to the snap length (`frame_in`).
+    fn cut(&mut self) {
+        self.buf.truncate(self.end);
+    }
+}
+
+/// Scratch for the options of one segment (at most 40 bytes), and the one's-complement
+/// sum of their 16-bit words.
 struct Options {
     b: [u8; 40],
     n: usize,
+    sum: u64,
 }
 
 impl Options {
     fn new() -> Self {
-        Options { b: [0; 40], n: 0 }
+        Options {
+            b: [0; 40],
+            n: 0,
+            sum: 0,
+        }
     }
+    /// Append whole 16-bit words (every option here is laid out in them), summed as they
+    /// come: the checksum then never reads back bytes just stored.
+    #[inline]
     fn push(&mut self, bytes: &[u8]) {
+        debug_assert!(self.n.is_multiple_of(2) && bytes.len().is_multiple_of(2));
         self.b[self.n..self.n + bytes.len()].copy_from_slice(bytes);
         self.n += bytes.len();
+        self.sum = ones_sum(self.sum, bytes);
+    }
+    /// Pad with end-of-option-list bytes (zeros: nothing to sum) to `len`.
+    fn pad_to(&mut self, len: usize) {
+        debug_assert!(opt::EOL == 0 && self.n <= len);
+        self.n = len;
     }
     fn timestamps(&mut self, tsval: u32, tsecr: u32) {
         self.push(&[opt::NOP, opt::NOP, opt::TIMESTAMP, 10]);
@@ -327,9 +361,7 @@ impl ConnWire {
         }
         // Pad to what the simulation counted (it never counts less than Linux sends).
         let opt_len = opt_budget.max(o.n.div_ceil(4) * 4);
-        while o.n < opt_len {
-            o.push(&[opt::EOL]);
-        }
+        o.pad_to(opt_len);
         let (seq, ack, mut f) = self.numbers(p, dir);
         if p.has(flags::ECE) {
             f |= tcpf::ECE;
@@ -347,31 +379,44 @@ impl ConnWire {
         }
         let tcp_len = TCP_BYTES + opt_len + payload;
         let (src, dst, sport, dport) = self.endpoints(dir);
-        let mut h = [0u8; ETH_BYTES + IP_BYTES + TCP_BYTES + 40];
+        const TH: usize = ETH_BYTES + IP_BYTES;
+        let tcp_header = TCP_BYTES + opt_len;
+        let window = self.window_field(p, dir);
+        let offset_flags = (((tcp_header / 4) as u16) << 12) | f as u16;
+        // The words of the header (checksum 0) and of the options, summed from their
+        // values; the payload is zeros: it adds nothing to the sum, only its length counts.
+        let sum = pseudo_sum(src, dst, 6, tcp_len)
+            + sport as u64
+            + dport as u64
+            + word_sum(seq)
+            + word_sum(ack)
+            + offset_flags as u64
+            + window as u64
+            + o.sum;
+        let h = frame_in(out, TH + tcp_header, payload, snaplen);
+        let (fixed, options) = h.split_at_mut(TH + TCP_BYTES);
+        // fixed places in an array of a fixed size: no bounds to check
+        let fixed: &mut [u8; TH + TCP_BYTES] = fixed.try_into().expect("sized by frame_in");
+        let (eth_ip_header, t) = fixed.split_at_mut(TH);
+        let eth_ip_header = eth_ip_header.try_into().expect("split at TH");
         eth_ip(
-            &mut h,
+            eth_ip_header,
             src,
             dst,
             6,
             (IP_BYTES + tcp_len) as u16,
             ecn_bits(p),
         );
-        const TH: usize = ETH_BYTES + IP_BYTES;
-        let tcp_header = TCP_BYTES + opt_len;
-        let t = &mut h[TH..TH + tcp_header];
         t[0..2].copy_from_slice(&sport.to_be_bytes());
         t[2..4].copy_from_slice(&dport.to_be_bytes());
         t[4..8].copy_from_slice(&seq.to_be_bytes());
         t[8..12].copy_from_slice(&ack.to_be_bytes());
-        t[12] = ((tcp_header / 4) as u8) << 4;
-        t[13] = f;
-        t[14..16].copy_from_slice(&self.window_field(p, dir).to_be_bytes());
-        // checksum and urgent pointer stay zero until the sum is known
-        t[TCP_BYTES..].copy_from_slice(&o.b[..opt_len]);
-        // The payload is zeros: it adds nothing to the sum, only its length counts.
-        let c = fold_checksum(ones_sum(pseudo_sum(src, dst, 6, tcp_len), t));
-        t[16..18].copy_from_slice(&c.to_be_bytes());
-        out.orig_len = append_frame(out.buf, &h[..TH + tcp_header], payload, snaplen);
+        t[12..14].copy_from_slice(&offset_flags.to_be_bytes());
+        t[14..16].copy_from_slice(&window.to_be_bytes());
+        t[16..18].copy_from_slice(&fold_checksum(sum).to_be_bytes());
+        // the urgent pointer stays zero
+        options.copy_from_slice(&o.b[..opt_len]);
+        out.cut();
     }
 
     fn endpoints(&self, dir: Dir) -> ([u8; 4], [u8; 4], u16, u16) {
@@ -399,25 +444,28 @@ pub fn udp_frame(index: u32, p: &PacketHead, snaplen: usize, out: &mut Frame<'_>
     let dport = LISTEN_PORT;
     let payload = (p.wire_bytes as usize).saturating_sub(IP_BYTES + UDP_BYTES);
     let udp_len = UDP_BYTES + payload;
-    let mut h = [0u8; ETH_BYTES + IP_BYTES + UDP_BYTES];
+    // the UDP header's words (checksum 0) and the pseudo-header's; the payload is zeros
+    let sum = pseudo_sum(src, dst, 17, udp_len) + sport as u64 + dport as u64 + udp_len as u64;
+    let c = match fold_checksum(sum) {
+        0 => 0xffff, // RFC 768: a computed zero is sent as all ones
+        c => c,
+    };
+    let h = frame_in(out, ETH_BYTES + IP_BYTES + UDP_BYTES, payload, snaplen);
+    let (eth_ip_header, u) = h.split_at_mut(ETH_BYTES + IP_BYTES);
+    let eth_ip_header = eth_ip_header.try_into().expect("sized by frame_in");
     eth_ip(
-        &mut h,
+        eth_ip_header,
         src,
         dst,
         17,
         (IP_BYTES + udp_len) as u16,
         ecn_bits(p),
     );
-    let u = &mut h[ETH_BYTES + IP_BYTES..];
     u[0..2].copy_from_slice(&sport.to_be_bytes());
     u[2..4].copy_from_slice(&dport.to_be_bytes());
     u[4..6].copy_from_slice(&(udp_len as u16).to_be_bytes());
-    let c = match fold_checksum(ones_sum(pseudo_sum(src, dst, 17, udp_len), u)) {
-        0 => 0xffff, // RFC 768: a computed zero is sent as all ones
-        c => c,
-    };
     u[6..8].copy_from_slice(&c.to_be_bytes());
-    out.orig_len = append_frame(out.buf, &h, payload, snaplen);
+    out.cut();
 }
 
 /// The IPv4 ECN field of a packet (RFC 3168 §5): CE, ECT(0) or not ECN-capable.
@@ -433,39 +481,67 @@ fn ecn_bits(p: &PacketHead) -> u8 {
 
 /// Sum of the TCP/UDP pseudo-header (RFC 793 §3.1, RFC 768).
 fn pseudo_sum(src: [u8; 4], dst: [u8; 4], proto: u8, len: usize) -> u64 {
-    let s = ones_sum(0, &src);
-    let s = ones_sum(s, &dst);
-    s + proto as u64 + len as u64
+    addr_sum(src) + addr_sum(dst) + proto as u64 + len as u64
 }
 
-/// Ethernet II and IPv4 headers (DF, ID 0, TTL 64) with the header checksum, in the first
-/// `ETH_BYTES + IP_BYTES` bytes of `h`.
+/// Ethernet II and IPv4 headers (DF, ID 0, TTL 64) with the header checksum, in `h`.
 #[inline]
-fn eth_ip(h: &mut [u8], src: [u8; 4], dst: [u8; 4], proto: u8, total: u16, ecn: u8) {
+fn eth_ip(
+    h: &mut [u8; ETH_BYTES + IP_BYTES],
+    src: [u8; 4],
+    dst: [u8; 4],
+    proto: u8,
+    total: u16,
+    ecn: u8,
+) {
     h[0..6].copy_from_slice(&mac(dst));
     h[6..12].copy_from_slice(&mac(src));
     h[12..14].copy_from_slice(&[0x08, 0x00]);
+    // the header's words (checksum 0), summed from their values
+    let sum = (0x4500 | ecn as u64)
+        + total as u64
+        + 0x4000 // ID 0, DF
+        + ((64 << 8) | proto as u64)
+        + addr_sum(src)
+        + addr_sum(dst);
     let ip = &mut h[ETH_BYTES..ETH_BYTES + IP_BYTES];
     ip[0..2].copy_from_slice(&[0x45, ecn]);
     ip[2..4].copy_from_slice(&total.to_be_bytes());
-    ip[4..12].copy_from_slice(&[0, 0, 0x40, 0, 64, proto, 0, 0]);
+    ip[4..10].copy_from_slice(&[0, 0, 0x40, 0, 64, proto]);
+    ip[10..12].copy_from_slice(&fold_checksum(sum).to_be_bytes());
     ip[12..16].copy_from_slice(&src);
     ip[16..20].copy_from_slice(&dst);
-    let c = fold_checksum(ones_sum(0, ip));
-    ip[10..12].copy_from_slice(&c.to_be_bytes());
 }
 
-/// Append a frame of `headers` and `payload` zero bytes to `buf`, cut to `snaplen`; its
-/// length on the wire.
+/// The sum of an IPv4 address's two 16-bit words.
 #[inline]
-fn append_frame(buf: &mut Vec<u8>, headers: &[u8], payload: usize, snaplen: usize) -> u32 {
-    let full = headers.len() + payload;
-    let kept = full.min(snaplen);
-    buf.extend_from_slice(&headers[..kept.min(headers.len())]);
-    if kept > headers.len() {
-        buf.resize(buf.len() + kept - headers.len(), 0);
-    }
-    full as u32
+fn addr_sum(a: [u8; 4]) -> u64 {
+    u16::from_be_bytes([a[0], a[1]]) as u64 + u16::from_be_bytes([a[2], a[3]]) as u64
+}
+
+/// The sum of a 32-bit field's two 16-bit words.
+#[inline]
+fn word_sum(v: u32) -> u64 {
+    (v >> 16) as u64 + (v & 0xffff) as u64
+}
+
+/// Make room at the end of `out.buf` for a frame of `headers` header bytes and `payload`
+/// zero bytes, cut to `snaplen`: zeros, with room for all the headers even where the cut
+/// falls inside them (their checksums need all of them); the caller writes the headers
+/// there, then cuts the frame (`Frame::cut`). Sets `out.orig_len`.
+#[inline]
+fn frame_in<'b>(
+    out: &'b mut Frame<'_>,
+    headers: usize,
+    payload: usize,
+    snaplen: usize,
+) -> &'b mut [u8] {
+    let full = headers + payload;
+    let at = out.buf.len();
+    out.end = at + full.min(snaplen);
+    out.orig_len = full as u32;
+    out.buf.resize(out.end.max(at + headers), 0);
+    &mut out.buf[at..at + headers]
 }
 
 #[cfg(test)]
@@ -539,10 +615,7 @@ mod tests {
         snap: usize,
     ) -> (Vec<u8>, u32) {
         let mut buf = Vec::new();
-        let mut f = Frame {
-            buf: &mut buf,
-            orig_len: 0,
-        };
+        let mut f = Frame::new(&mut buf);
         w.tcp_frame(p, sacks, dir, snap, &mut f);
         let orig = f.orig_len;
         (buf, orig)
@@ -707,10 +780,7 @@ mod tests {
             ..Default::default()
         };
         let mut buf = Vec::new();
-        let mut f = Frame {
-            buf: &mut buf,
-            orig_len: 0,
-        };
+        let mut f = Frame::new(&mut buf);
         udp_frame(2, &p, 65_535, &mut f);
         assert_eq!(f.orig_len, 1042);
         assert_eq!(u16::from_be_bytes([buf[38], buf[39]]), 1008);

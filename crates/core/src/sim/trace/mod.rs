@@ -47,7 +47,6 @@ use events::EventLog;
 use frame::{ConnWire, Dir, Frame};
 use pcapng::{Direction, PcapngWriter};
 use serde::{Deserialize, Serialize};
-use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -137,30 +136,52 @@ const EGRESS: usize = 0;
 const INGRESS: usize = 1;
 
 /// Packets of one capture seen ahead of their time one way, in time order: their whole
-/// pcapng blocks one after another in `bytes` from `head` on, and each one's time and length.
+/// pcapng blocks one after another in `bytes`, each one's time and end in `blocks`; those
+/// before `next` (and their bytes, before `head`) are written.
 #[derive(Default)]
 struct AheadQueue {
     bytes: Vec<u8>,
     head: usize,
-    blocks: VecDeque<(u64, u32)>,
+    blocks: Vec<(u64, usize)>,
+    next: usize,
 }
 
-/// Bytes written from an `AheadQueue` that still holds blocks, beyond which they are
-/// dropped from its front (when they are at least half of it: each byte moves at most once).
-const AHEAD_COMPACT_BYTES: usize = 1 << 16;
+/// Blocks written from an `AheadQueue` that still holds others, beyond which they are
+/// dropped from its front (when they are at least half of it: each moves at most once).
+const AHEAD_COMPACT_BLOCKS: usize = 1 << 10;
 
 impl AheadQueue {
-    /// The first block, written: drop it.
+    /// The time of the first block not yet written.
+    #[inline]
+    fn first(&self) -> Option<u64> {
+        self.blocks.get(self.next).map(|b| b.0)
+    }
+
+    /// Keep the block just built at the end of `bytes`, seen at `t_ns`.
+    #[inline]
+    fn push(&mut self, t_ns: u64) {
+        debug_assert!(self.blocks.last().is_none_or(|b| b.0 <= t_ns));
+        self.blocks.push((t_ns, self.bytes.len()));
+    }
+
+    /// The first block not yet written, now written: drop it.
+    #[inline]
     fn pop(&mut self) {
-        if let Some((_, len)) = self.blocks.pop_front() {
-            self.head += len as usize;
-        }
-        if self.blocks.is_empty() {
+        self.head = self.blocks[self.next].1;
+        self.next += 1;
+        if self.next == self.blocks.len() {
             self.bytes.clear();
+            self.blocks.clear();
             self.head = 0;
-        } else if self.head >= AHEAD_COMPACT_BYTES && 2 * self.head >= self.bytes.len() {
+            self.next = 0;
+        } else if self.next >= AHEAD_COMPACT_BLOCKS && 2 * self.next >= self.blocks.len() {
             self.bytes.drain(..self.head);
+            self.blocks.drain(..self.next);
+            for b in &mut self.blocks {
+                b.1 -= self.head;
+            }
             self.head = 0;
+            self.next = 0;
         }
     }
 }
@@ -200,7 +221,7 @@ impl Framer {
         let p: &PacketHead = pool.get(idx);
         let route = p.route as usize;
         let n_routes = 2 * self.wires.len();
-        let mut f = Frame { buf, orig_len: 0 };
+        let mut f = Frame::new(buf);
         if route < n_routes {
             let dir = if route.is_multiple_of(2) {
                 Dir::ToReceiver
@@ -503,13 +524,11 @@ impl Tracer {
             return;
         }
         let q = &mut self.ahead[cap as usize][way];
-        debug_assert!(q.blocks.back().is_none_or(|b| b.0 <= at.ns()));
         let start = pcapng::begin_epb(&mut q.bytes, at.ns());
         let orig_len = self.framer.build(idx, pool, &mut q.bytes);
         let snaplen = self.framer.snaplen as u32;
         pcapng::end_epb(&mut q.bytes, start, snaplen, orig_len, Some(dir));
-        q.blocks
-            .push_back((at.ns(), (q.bytes.len() - start) as u32));
+        q.push(at.ns());
     }
 
     fn capture(&mut self, now: SimTime, cap: u16, d: Direction, idx: u32, pool: &PacketPool) {
@@ -532,18 +551,18 @@ impl Tracer {
         let c = &mut self.captures[cap];
         let ahead = &mut self.ahead[cap];
         while self.error.is_none() {
-            let way = match (ahead[EGRESS].blocks.front(), ahead[INGRESS].blocks.front()) {
-                (Some(e), Some(i)) if e.0 <= i.0 => EGRESS,
+            let way = match (ahead[EGRESS].first(), ahead[INGRESS].first()) {
+                (Some(e), Some(i)) if e <= i => EGRESS,
                 (Some(_), None) => EGRESS,
                 (_, Some(_)) => INGRESS,
                 (None, None) => break,
             };
             let q = &mut ahead[way];
-            let (t, len) = *q.blocks.front().expect("chosen non-empty");
+            let (t, end) = q.blocks[q.next];
             if t > t_ns {
                 break;
             }
-            if let Err(e) = c.writer.push_block(&q.bytes[q.head..q.head + len as usize]) {
+            if let Err(e) = c.writer.push_block(&q.bytes[q.head..end]) {
                 self.error = Some(format!("cannot write {}: {e}", c.path.display()));
             }
             q.pop();

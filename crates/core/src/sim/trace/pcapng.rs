@@ -94,17 +94,24 @@ pub fn begin_epb(b: &mut Vec<u8>, t_ns: u64) -> usize {
 /// data (cut to `snaplen`) of a frame of `orig_len` bytes.
 pub fn end_epb(b: &mut Vec<u8>, start: usize, snaplen: u32, orig_len: u32, dir: Option<Direction>) {
     let data_at = start + EPB_HEAD_BYTES;
-    b.truncate(data_at + (b.len() - data_at).min(snaplen as usize));
-    let cap = b.len() - data_at;
-    b.resize(data_at + pad4(cap), 0);
+    let cap = (b.len() - data_at).min(snaplen as usize);
+    b.truncate(data_at + cap);
+    let pad = pad4(cap) - cap;
+    let opts = if dir.is_some() { 12 } else { 0 };
+    let total = (EPB_HEAD_BYTES + cap + pad + opts + 4) as u32;
+    // the padding, the options (epb_flags with the direction, opt_endofopt) and the length
+    // again, in one piece
+    let mut tail = [0u8; 3 + 12 + 4];
     if let Some(d) = dir {
-        push_u16(b, EPB_FLAGS);
-        push_u16(b, 4);
-        push_u32(b, d as u32);
-        push_u32(b, 0); // opt_endofopt
+        tail[pad..pad + 2].copy_from_slice(&EPB_FLAGS.to_le_bytes());
+        tail[pad + 2..pad + 4].copy_from_slice(&4u16.to_le_bytes());
+        tail[pad + 4..pad + 8].copy_from_slice(&(d as u32).to_le_bytes());
     }
-    let total = (b.len() - start + 4) as u32;
-    push_u32(b, total);
+    let end = pad + opts;
+    tail[end..end + 4].copy_from_slice(&total.to_le_bytes());
+    // all of it, then back to its length: a copy of a fixed size is a few moves
+    b.extend_from_slice(&tail);
+    b.truncate(b.len() - (tail.len() - (end + 4)));
     b[start + 4..start + 8].copy_from_slice(&total.to_le_bytes());
     b[start + 20..start + 24].copy_from_slice(&(cap as u32).to_le_bytes());
     b[start + 24..start + 28].copy_from_slice(&orig_len.to_le_bytes());
