@@ -118,6 +118,28 @@ pub enum Dir {
     ToSender,
 }
 
+impl Dir {
+    /// Its place in `ConnWire::templates`.
+    #[inline]
+    pub fn index(self) -> usize {
+        match self {
+            Dir::ToReceiver => 0,
+            Dir::ToSender => 1,
+        }
+    }
+}
+
+/// What one direction of a connection's frames keep from one to the next: the Ethernet
+/// header, the IPv4 header but its length, ECN field and checksum, and the TCP ports; with
+/// the sum of the IPv4 header's words there and the part of the TCP checksum's sum that
+/// never changes (the pseudo-header's addresses and protocol, the ports).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HeaderTemplate {
+    bytes: [u8; ETH_BYTES + IP_BYTES + 4],
+    ip_sum: u64,
+    tcp_sum: u64,
+}
+
 /// What a connection negotiated, as its headers show it.
 #[derive(Clone, Debug)]
 pub struct ConnWire {
@@ -231,6 +253,26 @@ fn ts_ticks(ns: u64) -> u32 {
 }
 
 impl ConnWire {
+    /// The header templates of its two directions, in `Dir::index` order (what
+    /// `tcp_frame` is given).
+    pub fn templates(&self) -> [HeaderTemplate; 2] {
+        [Dir::ToReceiver, Dir::ToSender].map(|dir| {
+            let (src, dst, sport, dport) = self.endpoints(dir);
+            let mut bytes = [0u8; ETH_BYTES + IP_BYTES + 4];
+            let (eth_ip_header, ports) = bytes.split_at_mut(ETH_BYTES + IP_BYTES);
+            let eth_ip_header = eth_ip_header.try_into().expect("split there");
+            let ip_sum = eth_ip_fixed(eth_ip_header, src, dst, 6);
+            ports[0..2].copy_from_slice(&sport.to_be_bytes());
+            ports[2..4].copy_from_slice(&dport.to_be_bytes());
+            let tcp_sum = pseudo_sum(src, dst, 6, 0) + sport as u64 + dport as u64;
+            HeaderTemplate {
+                bytes,
+                ip_sum,
+                tcp_sum,
+            }
+        })
+    }
+
     fn seq_sender(&self, offset: u64) -> u32 {
         self.isn_sender.wrapping_add(1).wrapping_add(offset as u32)
     }
@@ -325,9 +367,11 @@ impl ConnWire {
     }
 
     /// Build the frame of TCP packet `p` travelling `dir` at the end of `out.buf` (at most
-    /// `snaplen` bytes kept); `sacks` are its SACK blocks.
+    /// `snaplen` bytes kept); `sacks` are its SACK blocks, `tpl` this connection's template
+    /// of `dir` (`templates()[dir.index()]`).
     pub fn tcp_frame(
         &self,
+        tpl: &HeaderTemplate,
         p: &PacketHead,
         sacks: &[SackBlock],
         dir: Dir,
@@ -377,17 +421,16 @@ impl ConnWire {
                 _ => {}
             }
         }
+        debug_assert_eq!(*tpl, self.templates()[dir.index()]);
         let tcp_len = TCP_BYTES + opt_len + payload;
-        let (src, dst, sport, dport) = self.endpoints(dir);
         const TH: usize = ETH_BYTES + IP_BYTES;
         let tcp_header = TCP_BYTES + opt_len;
         let window = self.window_field(p, dir);
         let offset_flags = (((tcp_header / 4) as u16) << 12) | f as u16;
         // The words of the header (checksum 0) and of the options, summed from their
         // values; the payload is zeros: it adds nothing to the sum, only its length counts.
-        let sum = pseudo_sum(src, dst, 6, tcp_len)
-            + sport as u64
-            + dport as u64
+        let sum = tpl.tcp_sum
+            + tcp_len as u64
             + word_sum(seq)
             + word_sum(ack)
             + offset_flags as u64
@@ -397,18 +440,15 @@ impl ConnWire {
         let (fixed, options) = h.split_at_mut(TH + TCP_BYTES);
         // fixed places in an array of a fixed size: no bounds to check
         let fixed: &mut [u8; TH + TCP_BYTES] = fixed.try_into().expect("sized by frame_in");
+        fixed[..tpl.bytes.len()].copy_from_slice(&tpl.bytes);
         let (eth_ip_header, t) = fixed.split_at_mut(TH);
         let eth_ip_header = eth_ip_header.try_into().expect("split at TH");
-        eth_ip(
+        ip_set_length_ecn(
             eth_ip_header,
-            src,
-            dst,
-            6,
+            tpl.ip_sum,
             (IP_BYTES + tcp_len) as u16,
             ecn_bits(p),
         );
-        t[0..2].copy_from_slice(&sport.to_be_bytes());
-        t[2..4].copy_from_slice(&dport.to_be_bytes());
         t[4..8].copy_from_slice(&seq.to_be_bytes());
         t[8..12].copy_from_slice(&ack.to_be_bytes());
         t[12..14].copy_from_slice(&offset_flags.to_be_bytes());
@@ -494,23 +534,33 @@ fn eth_ip(
     total: u16,
     ecn: u8,
 ) {
+    let fixed_sum = eth_ip_fixed(h, src, dst, proto);
+    ip_set_length_ecn(h, fixed_sum, total, ecn);
+}
+
+/// What `eth_ip` writes but the length, the ECN field and the checksum (left zero); returns
+/// the sum of the IPv4 header's words written.
+fn eth_ip_fixed(h: &mut [u8; ETH_BYTES + IP_BYTES], src: [u8; 4], dst: [u8; 4], proto: u8) -> u64 {
     h[0..6].copy_from_slice(&mac(dst));
     h[6..12].copy_from_slice(&mac(src));
     h[12..14].copy_from_slice(&[0x08, 0x00]);
-    // the header's words (checksum 0), summed from their values
-    let sum = (0x4500 | ecn as u64)
-        + total as u64
-        + 0x4000 // ID 0, DF
-        + ((64 << 8) | proto as u64)
-        + addr_sum(src)
-        + addr_sum(dst);
     let ip = &mut h[ETH_BYTES..ETH_BYTES + IP_BYTES];
-    ip[0..2].copy_from_slice(&[0x45, ecn]);
-    ip[2..4].copy_from_slice(&total.to_be_bytes());
+    ip[0] = 0x45;
     ip[4..10].copy_from_slice(&[0, 0, 0x40, 0, 64, proto]);
-    ip[10..12].copy_from_slice(&fold_checksum(sum).to_be_bytes());
     ip[12..16].copy_from_slice(&src);
     ip[16..20].copy_from_slice(&dst);
+    0x4500 + 0x4000 /* ID 0, DF */ + ((64 << 8) | proto as u64) + addr_sum(src) + addr_sum(dst)
+}
+
+/// Complete the IPv4 header `eth_ip_fixed` wrote (its words summing to `fixed_sum`): the
+/// total length, the ECN field and the checksum, summed from their values.
+#[inline]
+fn ip_set_length_ecn(h: &mut [u8; ETH_BYTES + IP_BYTES], fixed_sum: u64, total: u16, ecn: u8) {
+    let sum = fixed_sum + ecn as u64 + total as u64;
+    let ip = &mut h[ETH_BYTES..ETH_BYTES + IP_BYTES];
+    ip[1] = ecn;
+    ip[2..4].copy_from_slice(&total.to_be_bytes());
+    ip[10..12].copy_from_slice(&fold_checksum(sum).to_be_bytes());
 }
 
 /// The sum of an IPv4 address's two 16-bit words.
@@ -616,7 +666,7 @@ mod tests {
     ) -> (Vec<u8>, u32) {
         let mut buf = Vec::new();
         let mut f = Frame::new(&mut buf);
-        w.tcp_frame(p, sacks, dir, snap, &mut f);
+        w.tcp_frame(&w.templates()[dir.index()], p, sacks, dir, snap, &mut f);
         let orig = f.orig_len;
         (buf, orig)
     }

@@ -44,7 +44,7 @@ use crate::tcp::connection::Connection;
 use crate::tcp::linux::sender::REQUEST_BYTES;
 use crate::tcp::rcvbuf::{RcvBufPolicy, RcvSpace, TCP_RMEM_MAX_BYTES};
 use events::EventLog;
-use frame::{ConnWire, Dir, Frame};
+use frame::{ConnWire, Dir, Frame, HeaderTemplate};
 use pcapng::{Direction, PcapngWriter};
 use serde::{Deserialize, Serialize};
 use std::fs::File;
@@ -191,9 +191,10 @@ struct Framer {
     snaplen: usize,
     /// Per user flow: traced?
     flows: Vec<bool>,
-    /// Per connection: its flow and its headers.
+    /// Per connection: its flow, its headers and their templates.
     conn_flow: Vec<u32>,
     wires: Vec<ConnWire>,
+    templates: Vec<[HeaderTemplate; 2]>,
     /// Flow of each UDP route (routes after the connections' two each).
     udp_route_flow: Vec<u32>,
 }
@@ -228,7 +229,8 @@ impl Framer {
             } else {
                 Dir::ToSender
             };
-            self.wires[route / 2].tcp_frame(p, pool.sacks(idx), dir, self.snaplen, &mut f);
+            let tpl = &self.templates[route / 2][dir.index()];
+            self.wires[route / 2].tcp_frame(tpl, p, pool.sacks(idx), dir, self.snaplen, &mut f);
         } else {
             let flow = self.udp_route_flow[route - n_routes];
             frame::udp_frame(flow, p, self.snaplen, &mut f);
@@ -434,6 +436,11 @@ impl Tracer {
                 Dest::Conn { .. } | Dest::Cross { .. } | Dest::CrossConn { .. } => u32::MAX,
             })
             .collect();
+        let wires: Vec<ConnWire> = sim
+            .conns
+            .iter()
+            .map(|c| conn_wire(sim.cfg.seed, c))
+            .collect();
         Ok(Tracer {
             from_ns: spec.from_ns,
             // nothing at or after the end happens (a frame seen ahead may be due later)
@@ -442,11 +449,8 @@ impl Tracer {
                 snaplen: spec.snaplen_bytes as usize,
                 flows,
                 conn_flow: sim.conns.iter().map(|c| c.flow).collect(),
-                wires: sim
-                    .conns
-                    .iter()
-                    .map(|c| conn_wire(sim.cfg.seed, c))
-                    .collect(),
+                templates: wires.iter().map(ConnWire::templates).collect(),
+                wires,
                 udp_route_flow,
             },
             taps,
