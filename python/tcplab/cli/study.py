@@ -295,7 +295,6 @@ def _sweep(study: Study, args: argparse.Namespace) -> int:
 
     from .. import _core
     from ..present.console import wide_console
-    from ..present.report import write_report
     from ..study.store import Store
     from ..study.sweep import LAZY_FROM_RUNS, plan, plan_chunks, run_study
 
@@ -328,6 +327,10 @@ def _sweep(study: Study, args: argparse.Namespace) -> int:
     )
     _print_summary(wide_console(), study, store, summary)
     if args.report and not summary.interrupted:
+        # imported once the runs are done: its libraries (pandas) would otherwise load
+        # before the first run, while the sweep's workers load them alongside their runs
+        from ..present.report import write_report
+
         path = write_report(store, args.report, study.name, revision=summary.revision)
         console.print(f"wrote {path}")
     return 130 if summary.interrupted else 0
