@@ -119,9 +119,12 @@ pub fn end_epb(b: &mut Vec<u8>, start: usize, snaplen: u32, orig_len: u32, dir: 
 
 /// A pcapng file being written. Blocks gather in `pending` and go to the output a
 /// megabyte at a time: a frame is built in place there (`start_packet`), or a block built
-/// earlier is copied in once (`push_block`).
+/// earlier is copied in once (`push_block`). A writer dropped unfinished (its run was
+/// interrupted) still hands its output the whole blocks it gathered, as a `BufWriter` does:
+/// the file ends with the last packet written.
 pub struct PcapngWriter<W: Write> {
-    out: W,
+    /// `None` once `finish` took it.
+    out: Option<W>,
     pending: Vec<u8>,
     snaplen: u32,
     pub packets: u64,
@@ -158,7 +161,7 @@ impl<W: Write> PcapngWriter<W> {
         block(IDB, &body, &mut buf);
         let bytes = buf.len() as u64;
         Ok(PcapngWriter {
-            out,
+            out: Some(out),
             pending: buf,
             snaplen: h.snaplen,
             packets: 0,
@@ -220,7 +223,8 @@ impl<W: Write> PcapngWriter<W> {
         self.packets += 1;
         self.bytes += (self.pending.len() - start) as u64;
         if self.pending.len() >= PENDING_BYTES {
-            self.out.write_all(&self.pending)?;
+            let out = self.out.as_mut().expect("written to until finished");
+            out.write_all(&self.pending)?;
             self.pending.clear();
         }
         Ok(())
@@ -228,9 +232,21 @@ impl<W: Write> PcapngWriter<W> {
 
     /// Flush and hand back the output.
     pub fn finish(mut self) -> io::Result<W> {
-        self.out.write_all(&self.pending)?;
-        self.out.flush()?;
-        Ok(self.out)
+        let mut out = self.out.take().expect("finished once");
+        out.write_all(&self.pending)?;
+        self.pending.clear();
+        out.flush()?;
+        Ok(out)
+    }
+}
+
+impl<W: Write> Drop for PcapngWriter<W> {
+    fn drop(&mut self) {
+        if let Some(out) = self.out.as_mut() {
+            // unfinished: the blocks gathered are whole; an error here has no one to tell
+            // (the interrupted run reports its own)
+            let _ = out.write_all(&self.pending);
+        }
     }
 }
 
@@ -313,6 +329,28 @@ mod tests {
         assert_eq!(u32::from_le_bytes(epb[20..24].try_into().unwrap()), 96);
         assert_eq!(u32::from_le_bytes(epb[24..28].try_into().unwrap()), 200);
         assert_eq!(epb.len(), 32 + 96);
+    }
+
+    #[test]
+    fn a_writer_dropped_unfinished_leaves_the_blocks_it_gathered() {
+        let mut finished = PcapngWriter::new(Vec::new(), &header("run")).unwrap();
+        let mut dropped_out = Vec::new();
+        let mut dropped = PcapngWriter::new(&mut dropped_out, &header("run")).unwrap();
+        for t in 0..3u64 {
+            let data = [t as u8; 60];
+            finished
+                .packet(t, &data, 60, Some(Direction::Inbound))
+                .unwrap();
+            dropped
+                .packet(t, &data, 60, Some(Direction::Inbound))
+                .unwrap();
+        }
+        drop(dropped);
+        let expected = finished.finish().unwrap();
+        // the section header (32 bytes, 8 more for the comment), the interface's (40) and
+        // three blocks of 28 + 60 + 12 + 4 bytes: not a byte more or less
+        assert_eq!(dropped_out.len(), 32 + 8 + 40 + 3 * 104);
+        assert_eq!(dropped_out, expected);
     }
 
     #[test]
