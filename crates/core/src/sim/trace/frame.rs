@@ -71,30 +71,17 @@ mod tcpf {
 }
 
 /// The one's-complement sum of RFC 1071 over `data` (big-endian 16-bit words, an odd last
-/// byte padded with zero), added to `sum`; not yet folded. Taken eight bytes at a time: as
-/// 2^16 is 1 modulo 2^16 - 1, a big-endian 64-bit word adds what its four 16-bit words add
-/// once folded, and a carry out of 64 bits is added back at the bottom (RFC 1071 §2(B),
-/// "parallel summation"); so the value returned may differ from the 16-bit sum, but
-/// `fold_checksum` gives the same checksum.
+/// byte padded with zero), added to `sum`; not yet folded.
 #[inline]
-pub fn ones_sum(sum: u64, data: &[u8]) -> u64 {
-    let mut acc = sum;
-    let mut octets = data.chunks_exact(8);
-    for q in &mut octets {
-        let (s, carry) = acc.overflowing_add(u64::from_be_bytes(q.try_into().expect("8 bytes")));
-        acc = s + carry as u64;
-    }
-    // what is left starts at a multiple of eight: whole 16-bit words, then maybe a byte
-    let mut rest = 0u64;
-    let mut words = octets.remainder().chunks_exact(2);
+pub fn ones_sum(mut sum: u64, data: &[u8]) -> u64 {
+    let mut words = data.chunks_exact(2);
     for w in &mut words {
-        rest += u16::from_be_bytes([w[0], w[1]]) as u64;
+        sum += u16::from_be_bytes([w[0], w[1]]) as u64;
     }
     if let [last] = words.remainder() {
-        rest += (*last as u64) << 8;
+        sum += (*last as u64) << 8;
     }
-    let (s, carry) = acc.overflowing_add(rest);
-    s + carry as u64
+    sum
 }
 
 /// Fold a sum to 16 bits and complement it: the Internet checksum (RFC 1071).
@@ -603,18 +590,9 @@ mod tests {
         // RFC 1071 §3: the bytes 00 01 f2 03 f4 f5 f6 f7 sum to ddf2 (after the end-around
         // carry of 2ddf0), so the checksum is its complement, 220d.
         let sum = ones_sum(0, &[0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7]);
+        assert_eq!(sum, 0x2ddf0);
         assert_eq!(fold_checksum(sum), !0xddf2u16);
         assert_eq!(fold_checksum(sum), 0x220d);
-        // the same bytes after one, two or three others: the words they form are summed
-        // in whatever grouping the position gives
-        for pre in [&[0x12u8][..], &[0x12, 0x34], &[0x12, 0x34, 0x56]] {
-            let data = [pre, &[0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7]].concat();
-            let words: u64 = data
-                .chunks(2)
-                .map(|w| u16::from_be_bytes([w[0], *w.get(1).unwrap_or(&0)]) as u64)
-                .sum();
-            assert_eq!(fold_checksum(ones_sum(0, &data)), fold_checksum(words));
-        }
     }
 
     #[test]
@@ -630,10 +608,7 @@ mod tests {
 
     #[test]
     fn odd_length_data_is_padded_with_a_zero_byte() {
-        assert_eq!(
-            fold_checksum(ones_sum(0, &[0x12, 0x34, 0x56])),
-            !(0x1234u16 + 0x5600)
-        );
+        assert_eq!(ones_sum(0, &[0x12, 0x34, 0x56]), 0x1234 + 0x5600);
     }
 
     fn wire() -> ConnWire {
