@@ -184,7 +184,7 @@ impl<W: Write> PcapngWriter<W> {
     }
 
     /// Start a packet seen at `t_ns`: its frame's bytes are then appended to `frame_buf`,
-    /// and `finish_packet` (or `cancel_packet`) is given what this returns.
+    /// and `finish_packet` is given what this returns.
     #[inline]
     pub fn start_packet(&mut self, t_ns: u64) -> usize {
         begin_epb(&mut self.pending, t_ns)
@@ -205,11 +205,6 @@ impl<W: Write> PcapngWriter<W> {
     ) -> io::Result<()> {
         end_epb(&mut self.pending, start, self.snaplen, orig_len, dir);
         self.written(start)
-    }
-
-    /// Drop the packet started at `start` (not captured after all).
-    pub fn cancel_packet(&mut self, start: usize) {
-        self.pending.truncate(start);
     }
 
     /// One packet whose whole block (`begin_epb` .. `end_epb`) was built earlier.
@@ -365,9 +360,6 @@ mod tests {
         block.extend_from_slice(&data);
         end_epb(&mut block, at, 96, 1514, Some(Direction::Inbound));
         b.push_block(&block).unwrap();
-        let cancelled = b.start_packet(5);
-        b.frame_buf().extend_from_slice(&data);
-        b.cancel_packet(cancelled);
         assert_eq!((a.packets, a.bytes), (b.packets, b.bytes));
         assert_eq!(a.finish().unwrap(), b.finish().unwrap());
     }
