@@ -364,6 +364,13 @@ pub trait CongestionControl {
         None
     }
 
+    /// True if `pacing_rate_bps` can ever ask for a rate (Linux: the module sets
+    /// `sk_pacing_rate`); a sender whose algorithm never does and that does not pace by
+    /// itself skips asking for every segment.
+    fn sets_pacing_rate(&self) -> bool {
+        false
+    }
+
     /// Fewest segments a paced sender puts in one TSO/GSO burst (Linux
     /// `ca_ops->min_tso_segs`, else the `tcp_min_tso_segs` sysctl).
     fn min_tso_segs(&self, _w: &Window) -> u32 {

@@ -107,6 +107,9 @@ macro_rules! registry {
             fn pacing_rate_bps(&self, w: &Window) -> Option<u64> {
                 match self { $($( Cc::$V(c) => c.pacing_rate_bps(w), )?)* }
             }
+            fn sets_pacing_rate(&self) -> bool {
+                match self { $($( Cc::$V(c) => c.sets_pacing_rate(), )?)* }
+            }
             #[inline]
             fn min_tso_segs(&self, w: &Window) -> u32 {
                 match self { $($( Cc::$V(c) => c.min_tso_segs(w), )?)* }

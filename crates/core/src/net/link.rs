@@ -183,6 +183,11 @@ pub struct Link {
     pub errors: ErrorModel,
     /// ECN marking threshold (packets waiting), if the queue marks.
     pub ecn_threshold_pkts: Option<u64>,
+    /// The size of the last packet served and its serialization time at `rate_bps`: a link
+    /// carries packets of one or two sizes (full segments one way, ACKs the other), and the
+    /// division is the costliest step of a hop.
+    last_wire_bytes: u32,
+    last_serialization: SimDuration,
     /// Start-of-service times (and sizes) of packets waiting in the queue, oldest first.
     waiting: VecDeque<(SimTime, u32)>,
     /// Packets propagating or in service, with their arrival times (non-decreasing).
@@ -215,6 +220,8 @@ impl Link {
             limit,
             errors,
             ecn_threshold_pkts: None,
+            last_wire_bytes: 0,
+            last_serialization: SimDuration::ZERO,
             rng,
             busy_until: SimTime::ZERO,
             waiting: VecDeque::new(),
@@ -334,6 +341,21 @@ impl Link {
         }
     }
 
+    /// `serialization_time(wire_bytes, rate_bps)`, remembered for the last size (the nominal
+    /// rate is fixed once the link is built).
+    #[inline]
+    fn serialization(&mut self, wire_bytes: u32) -> SimDuration {
+        if wire_bytes != self.last_wire_bytes {
+            self.last_wire_bytes = wire_bytes;
+            self.last_serialization = serialization_time(wire_bytes as u64, self.rate_bps);
+        }
+        debug_assert_eq!(
+            self.last_serialization,
+            serialization_time(wire_bytes as u64, self.rate_bps)
+        );
+        self.last_serialization
+    }
+
     /// Offer a packet of `wire_bytes` at `now`; `ect`: it is ECN-capable. For links that
     /// decide at admission (everything but CoDel); the tests' entry point.
     #[inline]
@@ -369,7 +391,7 @@ impl Link {
         } else {
             now
         };
-        let end = start + serialization_time(wire_bytes as u64, self.rate_bps);
+        let end = start + self.serialization(wire_bytes);
         self.busy_until = end;
         self.enter_service(now, start, wire_bytes, ce);
         if !self.errors.is_lossless() {

@@ -593,6 +593,10 @@ macro_rules! shared_hooks {
         fn pacing_rate_bps(&self, w: &Window) -> Option<u64> {
             self.c.pacing_rate_bps(w)
         }
+
+        fn sets_pacing_rate(&self) -> bool {
+            true
+        }
     };
 }
 pub(super) use shared_hooks;

@@ -288,21 +288,16 @@ impl Sender {
             let high_seq = self.high_seq;
             let min_rtt = self.min_rtt();
             let rack_on = self.cfg.tcp.rack;
-            let mut newly = std::mem::take(&mut self.scratch_segs);
-            newly.clear();
-            let n = self.sb.sack(start_no, end_no, |no, seg| {
-                newly.push((no, seg.tx_time, seg.flags, seg.stamp, seg.len));
-            });
-            if n == 0 {
-                self.scratch_segs = newly;
-                continue;
-            }
-            flag.data_sacked = true;
-            for &(no, tx_time, fl, stamp, _) in &newly {
-                let end_seq = self.sb.seq_of(no) + mss;
+            // Each newly SACKed segment is seen as the scoreboard marks it: what is done with
+            // it reads and writes only RACK, the rate sampler and this ACK's state.
+            let (rate, rack) = (&mut self.rate, &mut self.rack);
+            let seg_bytes = self.sb.seq_of(1);
+            self.sb.sack(start_no, end_no, |no, seg| {
+                let (tx_time, fl) = (seg.tx_time, seg.flags);
+                flag.data_sacked = true;
+                let end_seq = no * seg_bytes + mss;
                 if rack_on {
-                    self.rack
-                        .advance(now, tx_time, end_seq, fl & EVER_RETRANS != 0, min_rtt);
+                    rack.advance(now, tx_time, end_seq, fl & EVER_RETRANS != 0, min_rtt);
                 }
                 if fl & EVER_RETRANS == 0 {
                     if end_seq <= high_seq {
@@ -313,14 +308,12 @@ impl Sender {
                     }
                     ss.last_sackt = Some(tx_time);
                 }
-                self.rate.delivered += 1;
+                rate.delivered += 1;
                 // A SACKed segment feeds the rate sample once; the cumulative ACK that later
                 // covers it skips it (its SACKED flag stands for Linux's cleared stamp).
-                let (mut stamp, retrans) = (stamp, fl & EVER_RETRANS != 0);
-                self.rate
-                    .on_delivered(&mut stamp, tx_time, end_seq, retrans, true, rs);
-            }
-            self.scratch_segs = newly;
+                let (mut stamp, retrans) = (seg.stamp, fl & EVER_RETRANS != 0);
+                rate.on_delivered(&mut stamp, tx_time, end_seq, retrans, true, rs);
+            });
         }
     }
 
@@ -393,13 +386,13 @@ impl Sender {
             } else {
                 new_una / mss
             };
-            let mut acked = std::mem::take(&mut self.scratch_segs);
-            acked.clear();
+            // Each segment is seen as it leaves the scoreboard: what is done with it reads and
+            // writes only the rate sampler, RACK and this ACK's flags, never the scoreboard.
+            let (rate, rack) = (&mut self.rate, &mut self.rack);
+            let seg_bytes = self.sb.seq_of(1);
             self.sb.ack_through(new_front, |no, seg| {
-                acked.push((no, seg.tx_time, seg.flags, seg.stamp, seg.len));
-            });
-            for &(no, tx_time, fl, stamp, len) in &acked {
-                let end_seq = self.sb.seq_of(no) + len as u64;
+                let (tx_time, fl, len) = (seg.tx_time, seg.flags, seg.len);
+                let end_seq = no * seg_bytes + len as u64;
                 pkts_acked += 1;
                 if fl & (RETRANS | EVER_RETRANS) != 0 {
                     flag.retrans_data_acked = true;
@@ -413,21 +406,18 @@ impl Sender {
                     }
                 }
                 if fl & SACKED == 0 && is_sack {
-                    self.rate.delivered += 1;
+                    rate.delivered += 1;
                     let spurious = fl & EVER_RETRANS != 0 && tsecr != 0 && tsecr < tx_time.ns();
                     if rack_on && !spurious {
-                        self.rack
-                            .advance(now, tx_time, end_seq, fl & EVER_RETRANS != 0, min_rtt);
+                        rack.advance(now, tx_time, end_seq, fl & EVER_RETRANS != 0, min_rtt);
                     }
                 }
                 if fl & SACKED == 0 {
-                    let (mut stamp, retrans) = (stamp, fl & EVER_RETRANS != 0);
-                    self.rate
-                        .on_delivered(&mut stamp, tx_time, end_seq, retrans, false, rs);
+                    let (mut stamp, retrans) = (seg.stamp, fl & EVER_RETRANS != 0);
+                    rate.on_delivered(&mut stamp, tx_time, end_seq, retrans, false, rs);
                 }
                 flag.data_acked = true;
-            }
-            self.scratch_segs = acked;
+            });
             self.snd_una = new_una;
         }
 

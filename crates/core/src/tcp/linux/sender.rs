@@ -182,14 +182,15 @@ pub struct Sender {
     /// Segments the TSO/GSO burst being built may still take without a pacing check
     /// (Linux paces per skb, and a paced skb holds `tcp_tso_autosize` segments).
     burst_left: u32,
+    /// The sender can be paced at all: it paces by itself (`pacing`, with an algorithm that
+    /// does not own cwnd) or its algorithm sets a rate. Decided once: neither changes.
+    may_pace: bool,
     pub(crate) hs_timer: Option<SimTime>,
     pub(crate) hs_sent_at: SimTime,
     pub(crate) hs_retransmitted: bool,
     pub(crate) data_segs_out: u64,
     /// RFC 6675 marking: segments below this were already examined.
     pub(crate) dupthresh_scan: u64,
-    /// Reused buffer for per-ACK segment lists (no allocation per ACK).
-    pub(crate) scratch_segs: Vec<(u64, SimTime, u8, crate::tcp::linux::rate::TxStamp, u32)>,
     /// Teardown of a file transfer (RFC 793 §3.5, the server closing first): when the FIN
     /// that rode on the last byte was acknowledged (FIN-WAIT-2), and when the peer's FIN
     /// arrived (TIME-WAIT).
@@ -207,6 +208,7 @@ impl Sender {
             AppConfig::File { size_bytes } => size_bytes,
         };
         let app_end = if cfg.relay { 0 } else { app_total };
+        let may_pace = cc.sets_pacing_rate() || (cfg.tcp.pacing && !cc.has_cong_control());
         Sender {
             flow,
             sb: Scoreboard::new(cfg.tcp.mss_bytes),
@@ -249,12 +251,12 @@ impl Sender {
             pace_next: SimTime::ZERO,
             pace_timer: None,
             burst_left: 0,
+            may_pace,
             hs_timer: None,
             hs_sent_at: SimTime::ZERO,
             hs_retransmitted: false,
             data_segs_out: 0,
             dupthresh_scan: 0,
-            scratch_segs: Vec::new(),
             fin_acked_at: None,
             peer_fin_at: None,
             stats: SenderStats::default(),
@@ -500,6 +502,10 @@ impl Sender {
 
     /// Pacing rate in bytes per second, if the connection paces.
     fn pacing_rate_bytes(&self) -> Option<u64> {
+        if !self.may_pace {
+            debug_assert!(self.cc.pacing_rate_bps(&self.w).is_none());
+            return None;
+        }
         if let Some(bps) = self.cc.pacing_rate_bps(&self.w) {
             return Some(bps / 8);
         }
