@@ -12,10 +12,12 @@ from tcplab.results.theory import (
     cubic_bps,
     cubic_window_pkts,
     flow_bounds,
+    flows_bounds,
     link_cap_bps,
     mathis_bps,
     packet_loss,
     padhye_bps,
+    run_bounds,
     wire_bytes,
 )
 
@@ -169,3 +171,46 @@ def test_flow_bounds_for_the_geo_scenario() -> None:
     forward["per"] = 0.0
     assert flow_bounds(normalized, 0).mathis_bps is None
     assert flow_bounds(normalized, 0).cubic_bps is None
+
+
+def test_bounds_of_many_flows_resolve_the_path_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run's result asks for every TCP flow's bounds; resolving the path (a skeleton of
+    all the flows, through the core) once per flow made that quadratic: 10,000 flows took
+    230 s beside a 3 s simulation. Each flow still gets its own path's RTT."""
+    import tcplab.scenario.topology as topology
+
+    calls: list[int] = []
+    resolve = topology.path_info_of
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return resolve(*args, **kwargs)
+
+    monkeypatch.setattr(topology, "path_info_of", counted)
+    forward: dict[str, Any] = {"rate_bps": 4_000_000, "delay_ns": 250_000_000, "per": 1e-4}
+    forward["ber"] = 0.0
+    tcp = {"mss_bytes": 1448, "timestamps": True, "rwnd_bytes": 6 * 2**20}
+    flows: list[dict[str, Any]] = [
+        {"access": None, "tcp": tcp, "app": {"kind": "bulk"}} for _ in range(300)
+    ]
+    # flow 7 has its own access links: 5 ms each way at both ends
+    flows[7] = {**flows[7], "access": {"rate_bps": 10**9, "delay_ns": 5_000_000}}
+    normalized: dict[str, Any] = {
+        "bottleneck": {
+            "forward": forward,
+            "reverse": {"rate_bps": 4_000_000, "delay_ns": 250_000_000, "per": 0.0, "ber": 0.0},
+        },
+        "access": {"rate_bps": 10**9, "delay_ns": 100_000},
+        "flows": flows,
+    }
+    bounds = flows_bounds(normalized, range(300))
+    assert len(calls) == 1
+    assert bounds[0].base_rtt_s == pytest.approx(0.5004)  # 250 + 250 + 4 x 0.1 ms
+    assert bounds[7].base_rtt_s == pytest.approx(0.520)  # 250 + 250 + 4 x 5 ms
+    assert bounds[299].mathis_bps == pytest.approx(2_835_220.7, rel=1e-7)
+    calls.clear()
+    run = run_bounds(normalized)
+    assert len(calls) == 1
+    assert run is not None
+    # every flow's Mathis rate summed (299 x 2.84 Mbit/s and flow 7's) is capped at the link
+    assert run.mathis_bps == run.capacity_bps == pytest.approx(3_861_333.33, rel=1e-9)

@@ -14,7 +14,7 @@ from rich.text import Text
 
 from ..catalogue import CcaInfo
 from ..results.parse import LinkResult, RunResult
-from ..results.theory import CUBIC_BETA, CUBIC_C, FlowBounds, flow_bounds
+from ..results.theory import CUBIC_BETA, CUBIC_C, FlowBounds, flows_bounds
 from ..scenario.topology import bottleneck_link_names, direction, pep_mode
 
 if TYPE_CHECKING:
@@ -223,7 +223,7 @@ def print_run(result: RunResult, series_path: str | None = None) -> None:
     console = wide_console()
     scenario = result.scenario
     tcp_flows = result.tcp_flows
-    bounds = [flow_bounds(dict(scenario), flow.id) for flow in tcp_flows]
+    bounds = flows_bounds(dict(scenario), [flow.id for flow in tcp_flows])
     if tcp_flows or not result.cbr_flows:
         console.print(_tcp_table(result, bounds))
     else:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ..scenario.topology import bottleneck_link_names
 from .metrics import aggregate_rate_bps, jain_index
-from .theory import flow_bounds
+from .theory import FlowBounds, flows_bounds
 
 if TYPE_CHECKING:
     import pandas as pd  # type: ignore[import-untyped]
@@ -748,10 +748,7 @@ class RunResult:
             "core_version": self.core_version,
             "model_version": self.model_version,
             "provenance": self.provenance(),
-            "flows": [
-                self._flow_json(flow) if flow.is_tcp else self._cbr_json(flow)
-                for flow in self.flows
-            ],
+            "flows": self._flows_json(),
             "bottleneck": self._bottleneck_json(bn),
             "links": [link.to_json_dict() for link in self.links],
             "jain_fairness": self.jain_fairness,
@@ -807,8 +804,21 @@ class RunResult:
             out.setdefault(key, value)
         return out
 
-    def _flow_json(self, flow: FlowResult) -> dict[str, Any]:
-        bounds = flow_bounds(dict(self.scenario), flow.id)
+    def _flows_json(self) -> list[dict[str, Any]]:
+        tcp = [flow for flow in self.flows if flow.is_tcp]
+        bounds = dict(
+            zip(
+                (flow.id for flow in tcp),
+                flows_bounds(dict(self.scenario), [flow.id for flow in tcp]),
+                strict=True,
+            )
+        )
+        return [
+            self._flow_json(flow, bounds[flow.id]) if flow.is_tcp else self._cbr_json(flow)
+            for flow in self.flows
+        ]
+
+    def _flow_json(self, flow: FlowResult, bounds: FlowBounds) -> dict[str, Any]:
         out: dict[str, Any] = {
             "id": flow.id,
             "kind": flow.kind,

@@ -18,11 +18,12 @@ bytes, times in s.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 from ..limits import LIMITS
-from ..scenario.topology import base_rtt_ns, combined_loss, segments
+from ..scenario.topology import combined_loss, path_info, segments
 
 MATHIS_C: Final = math.sqrt(1.5)
 #: The core's packet sizes and Linux RTO floor (`_core.limits_json`): IPv4 20 B + TCP 20 B,
@@ -147,7 +148,13 @@ class FlowBounds:
 
 
 def flow_bounds(normalized: dict[str, Any], flow_id: int) -> FlowBounds:
-    """Bounds for flow `flow_id` of a normalized scenario (docs/interface.md).
+    """Bounds for flow `flow_id` of a normalized scenario (`flows_bounds` for one flow)."""
+    return flows_bounds(normalized, [flow_id])[0]
+
+
+def flows_bounds(normalized: dict[str, Any], flow_ids: Iterable[int]) -> list[FlowBounds]:
+    """Bounds for each flow of `flow_ids` of a normalized scenario (docs/interface.md). The
+    path is resolved once for all of them: a run of 10,000 flows asks for 10,000 bounds.
 
     RTT is the base (propagation) RTT over every segment of the path; the RTO for Padhye is
     Linux's srtt + rto_min, which is what an RTO converges to when the RTT barely varies.
@@ -157,10 +164,18 @@ def flow_bounds(normalized: dict[str, Any], flow_id: int) -> FlowBounds:
     model's long-run loss). The models assume independent losses, so they are left out
     (None) when any forward segment has a bursty (Gilbert-Elliott) loss model.
     """
+    flow_rtts_ns = path_info(normalized).flow_base_rtt_ns
+    forwards = [segment.forward for segment in segments(normalized)]
+    return [
+        _bounds(normalized, flow_id, flow_rtts_ns[flow_id] / 1e9, forwards) for flow_id in flow_ids
+    ]
+
+
+def _bounds(
+    normalized: dict[str, Any], flow_id: int, rtt_s: float, forwards: list[Mapping[str, Any]]
+) -> FlowBounds:
     flow = normalized["flows"][flow_id]
     access = flow["access"] or normalized["access"]
-    rtt_s = base_rtt_ns(normalized, flow_id) / 1e9
-    forwards = [segment.forward for segment in segments(normalized)]
     tcp = flow["tcp"]
     mss_bytes = int(tcp["mss_bytes"])
     size_bytes = wire_bytes(mss_bytes, bool(tcp["timestamps"]))
@@ -218,11 +233,10 @@ class RunBounds:
 def run_bounds(normalized: dict[str, Any]) -> RunBounds | None:
     """`RunBounds` of a normalized scenario from its flows' `flow_bounds` (None without TCP
     flows). A flow without a model (lossless, or bursty loss) counts as the capacity."""
-    bounds = [
-        flow_bounds(normalized, i)
-        for i, flow in enumerate(normalized["flows"])
-        if flow["app"]["kind"] != "cbr"
-    ]
+    bounds = flows_bounds(
+        normalized,
+        [i for i, flow in enumerate(normalized["flows"]) if flow["app"]["kind"] != "cbr"],
+    )
     if not bounds:
         return None
     cap = bounds[0].cap_bps
