@@ -23,6 +23,7 @@ import pandas as pd  # type: ignore[import-untyped]
 
 from ..errors import ScenarioError
 from ..results.metrics import METRIC_BY_NAME
+from ..results.series import by_flow
 from ..study.aggregate import t975
 from ..study.store import Store, param_columns
 from .chart import Chart, Panel, Point, Series
@@ -320,15 +321,13 @@ def series_chart(
             panel = Panel(title=key, xlabel="time (s)", ylabel=spec.ylabel)
             by_panel[key] = panel
             panels.append(panel)
-        flows = sorted(s["flow_id"].unique().tolist())
-        for flow in flows:
-            f = s[s["flow_id"] == flow].sort_values("t_s")
+        for flow, f in by_flow(s, ("t_s", spec.column)):
             # one note for the line's points (reading the row per point cost more than
             # the points: 600 s runs have 600 each)
             note = f"{r['run_id']} flow {flow}"
             pts = [
                 Point(float(t), float(y) * spec.scale, note=note)
-                for t, y in zip(f["t_s"].tolist(), f[spec.column].tolist(), strict=True)
+                for t, y in zip(f["t_s"], f[spec.column], strict=True)
                 if y == y
             ]
             if per_run:  # the panel's title names the algorithms, in flow order

@@ -28,6 +28,7 @@ import pandas as pd  # type: ignore[import-untyped]
 
 from ..errors import ScenarioError
 from ..results.metrics import METRIC_BY_NAME
+from ..results.series import by_flow
 from ..study.aggregate import aggregate, ceiling_of, summarize
 from ..study.store import Store, param_columns
 from .chart import Chart, Panel, Point, Series
@@ -390,11 +391,11 @@ def series_chart(sides: Sequence[Side]) -> Chart:
         run = side.first_run
         s = side.series_of(str(run["run_id"]))
         shown.append(f"{side.label}: run {run['run_id']} (seed {run['seed']})")
-        flows = sorted(s["flow_id"].unique().tolist())
-        for j, flow in enumerate(flows):
-            f = s[s["flow_id"] == flow].sort_values("t_s")
+        columns = ("t_s", *(col for col, _, _ in SERIES_PANELS), *(("cca",) if "cca" in s else ()))
+        flows = by_flow(s, columns)
+        for j, (flow, f) in enumerate(flows):
             label = side.label if len(flows) == 1 else f"{side.label} flow {flow}"
-            cca = str(f["cca"].iloc[0]) if "cca" in f and len(f) and f["cca"].iloc[0] else ""
+            cca = str(f["cca"][0]) if "cca" in f and f["cca"] and f["cca"][0] else ""
             label += f" ({cca})" if cca else ""
             for panel, (col, _, scale) in zip(panels, SERIES_PANELS, strict=True):
                 pts = [

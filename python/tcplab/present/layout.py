@@ -28,17 +28,16 @@ def grid(chart: Chart, style: Style) -> tuple[int, int]:
 
 def legend_entries(chart: Chart) -> list[str]:
     """Legend entries: the data series in order, then references and marked levels."""
-    data: list[str] = []
-    refs: list[str] = []
+    # dicts as ordered sets: a chart of thousands of flows has thousands of entries
+    data: dict[str, None] = {}
+    refs: dict[str, None] = {}
     for panel in chart.panels:
         for s in panel.series:
-            into = refs if s.reference else data
-            if s.label and s.label not in into:
-                into.append(s.label)
+            if s.label:
+                (refs if s.reference else data).setdefault(s.label)
         for _, label in panel.hlines:
-            if label not in refs:
-                refs.append(label)
-    return data + [r for r in refs if r not in data]
+            refs.setdefault(label)
+    return [*data, *(r for r in refs if r not in data)]
 
 
 def legend_columns(chart: Chart, style: Style) -> int:

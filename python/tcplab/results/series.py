@@ -162,3 +162,22 @@ def write_series(result: RunResult, path: str | os.PathLike[str]) -> Path:
             raise disk_full(target) from None
         raise field_error("--series", str(path), f"cannot write: {exc.strerror}") from None
     return target
+
+
+def by_flow(
+    frame: pd.DataFrame, columns: tuple[str, ...]
+) -> list[tuple[int, dict[str, list[Any]]]]:
+    """A run's series split by flow: each flow's id (in flow order) and its rows' `columns`
+    in time order, as lists. One sort of the whole frame: selecting each flow's rows in turn
+    cost a pass over the frame per flow, which with thousands of flows made a figure
+    quadratic in them."""
+    ids = frame["flow_id"].to_numpy()
+    if not len(ids):
+        return []
+    # time within flow; a flow has one row per interval, so the order is the only one
+    order = np.lexsort((frame["t_s"].to_numpy(), ids))
+    ids = ids[order]
+    values = {c: frame[c].to_numpy()[order] for c in columns}
+    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+    bounds = zip(starts, [*starts[1:], len(ids)], strict=True)
+    return [(int(ids[a]), {c: v[a:b].tolist() for c, v in values.items()}) for a, b in bounds]
