@@ -18,7 +18,6 @@ def test_flows_in_order_rows_in_time_order() -> None:
             "cca": ["bbr", "bbr", "cubic", "cubic", "cubic", "bbr"],
         }
     )
-    frame.attrs["provenance"] = {"scenario": {"flows": [{}] * 3}}
     got = by_flow(frame, ("t_s", "goodput_bps", "cca"))
     assert [flow for flow, _ in got] == [2, 10]
     assert got[0][1] == {

@@ -231,7 +231,7 @@ class RunBounds:
 
 
 def run_bounds(normalized: dict[str, Any]) -> RunBounds | None:
-    """`RunBounds` of a normalized scenario from its flows' `flow_bounds` (None without TCP
+    """`RunBounds` of a normalized scenario from its flows' `flows_bounds` (None without TCP
     flows). A flow without a model (lossless, or bursty loss) counts as the capacity."""
     bounds = flows_bounds(
         normalized,
