@@ -94,6 +94,25 @@ impl SimDuration {
     }
 }
 
+/// `serialization_time(wire_bytes, rate_bps)` for a link of a fixed rate, remembered for the
+/// last size asked (`last_bytes`, `last`: the link's own fields): a link carries packets of
+/// one or two sizes (full segments one way, ACKs the other), and the division is the
+/// costliest step of a hop.
+#[inline]
+pub fn remembered_serialization(
+    last_bytes: &mut u32,
+    last: &mut SimDuration,
+    wire_bytes: u32,
+    rate_bps: u64,
+) -> SimDuration {
+    if wire_bytes != *last_bytes {
+        *last_bytes = wire_bytes;
+        *last = serialization_time(wire_bytes as u64, rate_bps);
+    }
+    debug_assert_eq!(*last, serialization_time(wire_bytes as u64, rate_bps));
+    *last
+}
+
 /// Time to serialize `bytes` at `rate_bps`, rounded up to the next nanosecond.
 #[inline]
 pub fn serialization_time(bytes: u64, rate_bps: u64) -> SimDuration {

@@ -17,7 +17,7 @@
 //! packet is refused when the link is busy and `limit` packets wait. The `Link` of each access
 //! link stays in the topology for its name and configuration; its counters are not reported
 //! (the results report the path's segments), so they are not kept.
-use crate::engine::time::{serialization_time, SimDuration, SimTime};
+use crate::engine::time::{remembered_serialization, SimDuration, SimTime};
 
 /// No packet (end of a list).
 pub const NIL: u32 = u32::MAX;
@@ -58,9 +58,8 @@ pub struct AccessLink {
     /// how many packets from it on wait.
     waiting_head: u32,
     waiting: u32,
-    /// The size of the last packet sent and its serialization time: a link carries packets
-    /// of one or two sizes (full segments one way, ACKs the other), and the division is the
-    /// costliest step of a hop.
+    /// The size of the last packet sent and its serialization time
+    /// (`remembered_serialization`).
     last_wire_bytes: u32,
     last_serialization: SimDuration,
 }
@@ -89,11 +88,12 @@ impl AccessLink {
     /// `serialization_time(wire_bytes, rate_bps)`, remembered for the last size.
     #[inline]
     fn serialization(&mut self, wire_bytes: u32) -> SimDuration {
-        if wire_bytes != self.last_wire_bytes {
-            self.last_wire_bytes = wire_bytes;
-            self.last_serialization = serialization_time(wire_bytes as u64, self.rate_bps);
-        }
-        self.last_serialization
+        remembered_serialization(
+            &mut self.last_wire_bytes,
+            &mut self.last_serialization,
+            wire_bytes,
+            self.rate_bps,
+        )
     }
 
     /// Offer packet `pkt` of `wire_bytes` at `now` (`at[pkt]` is its record). `None`: the

@@ -38,7 +38,7 @@
 //! and errors (`error_drops`).
 use crate::engine::rng::SimRng;
 use crate::engine::stats::TimeWeighted;
-use crate::engine::time::{serialization_time, SimDuration, SimTime};
+use crate::engine::time::{remembered_serialization, serialization_time, SimDuration, SimTime};
 use crate::limits::MTU_BYTES;
 use crate::net::aqm::codel::{Codel, PacketQueue, Queued};
 use crate::net::aqm::red::{Red, RedVerdict};
@@ -183,9 +183,8 @@ pub struct Link {
     pub errors: ErrorModel,
     /// ECN marking threshold (packets waiting), if the queue marks.
     pub ecn_threshold_pkts: Option<u64>,
-    /// The size of the last packet served and its serialization time at `rate_bps`: a link
-    /// carries packets of one or two sizes (full segments one way, ACKs the other), and the
-    /// division is the costliest step of a hop.
+    /// The size of the last packet served and its serialization time at `rate_bps`
+    /// (`remembered_serialization`).
     last_wire_bytes: u32,
     last_serialization: SimDuration,
     /// Start-of-service times (and sizes) of packets waiting in the queue, oldest first.
@@ -345,15 +344,12 @@ impl Link {
     /// rate is fixed once the link is built).
     #[inline]
     fn serialization(&mut self, wire_bytes: u32) -> SimDuration {
-        if wire_bytes != self.last_wire_bytes {
-            self.last_wire_bytes = wire_bytes;
-            self.last_serialization = serialization_time(wire_bytes as u64, self.rate_bps);
-        }
-        debug_assert_eq!(
-            self.last_serialization,
-            serialization_time(wire_bytes as u64, self.rate_bps)
-        );
-        self.last_serialization
+        remembered_serialization(
+            &mut self.last_wire_bytes,
+            &mut self.last_serialization,
+            wire_bytes,
+            self.rate_bps,
+        )
     }
 
     /// Offer a packet of `wire_bytes` at `now`; `ect`: it is ECN-capable. For links that
