@@ -340,18 +340,6 @@ impl Link {
         }
     }
 
-    /// `serialization_time(wire_bytes, rate_bps)`, remembered for the last size (the nominal
-    /// rate is fixed once the link is built).
-    #[inline]
-    fn serialization(&mut self, wire_bytes: u32) -> SimDuration {
-        remembered_serialization(
-            &mut self.last_wire_bytes,
-            &mut self.last_serialization,
-            wire_bytes,
-            self.rate_bps,
-        )
-    }
-
     /// Offer a packet of `wire_bytes` at `now`; `ect`: it is ECN-capable. For links that
     /// decide at admission (everything but CoDel); the tests' entry point.
     #[inline]
@@ -387,7 +375,14 @@ impl Link {
         } else {
             now
         };
-        let end = start + self.serialization(wire_bytes);
+        // the nominal rate is fixed once the link is built
+        let end = start
+            + remembered_serialization(
+                &mut self.last_wire_bytes,
+                &mut self.last_serialization,
+                wire_bytes,
+                self.rate_bps,
+            );
         self.busy_until = end;
         self.enter_service(now, start, wire_bytes, ce);
         if !self.errors.is_lossless() {
