@@ -163,12 +163,12 @@ def test_sweep_killed_hard_resumes_without_losing_or_duplicating(tmp_path: Path)
     is read from the database itself, in this process, while the sweep writes it."""
     import random
 
-    # 192 runs of a 50 Mbit/s GEO path (about 0.1-0.3 s each, ~20 s on two cores): long
-    # enough to kill mid-sweep three times, even when a commit (about every 2.5 s: commits
-    # take at most 2 % of a sweep) stores dozens of runs at once.
+    # 192 runs of a 50 Mbit/s GEO path (about 0.2-0.6 s each, ~25 s on two idle cores):
+    # long enough to kill mid-sweep three times, even when a commit (about every 2.5 s, at
+    # most 10 s apart: commits take at most 2 % of a sweep) stores dozens of runs at once.
     study_file = tmp_path / "kill.toml"
     study_file.write_text(
-        'duration = "300s"\n[study]\nname = "kill"\n'
+        'duration = "600s"\n[study]\nname = "kill"\n'
         '[bottleneck]\nrate = "50Mbps"\nreturn_rate = "20Mbps"\ndelay = "250ms"\n'
         'queue = "2bdp"\n[[flows]]\ncca = "cubic"\n'
         '[sweep]\n"bottleneck.per" = { log = [1e-6, 1e-4], points = 8 }\nrepetitions = 24\n'

@@ -12,7 +12,8 @@ bounded window, so a sweep of millions of runs needs memory for a few hundred.
 
 Finished runs are committed together every `commit_interval_s`, or less often when commits
 take long (at most `COMMIT_SHARE` of the sweep's time goes to them: opening the file and
-its checkpoint on closing cost tens of milliseconds, whatever the batch), each in one
+its checkpoint on closing cost tens of milliseconds, whatever the batch), but at least every
+`MAX_COMMIT_GAP_S` once a run is waiting, each in one
 short transaction, so readers in other processes — `tcplab results`,
 `tcplab report`, a notebook's `Store` — get in between commits. When another process holds
 the file, the sweep keeps simulating and tries again at the next interval; it waits
@@ -73,6 +74,10 @@ MAX_PENDING = 256
 #: followed by the next no sooner than `c / COMMIT_SHARE` later (with the ~50 ms a commit
 #: takes, one every 2.5 s: what a kill -9 can lose, against 2 % of the sweep's CPU).
 COMMIT_SHARE = 0.02
+#: However long the last commit took, the next comes at most this long after it: the most
+#: sweep time a kill -9 can lose. (A commit slowed to 1 s by a loaded machine would
+#: otherwise put the next one 50 s off.)
+MAX_COMMIT_GAP_S = 10.0
 
 
 def run_normalized(text: str) -> tuple[str, float, str, str, bytes]:
@@ -314,8 +319,12 @@ class _Committer:
         self.pending.append(record)
         if len(self.pending) >= MAX_PENDING:
             self.flush(block=True)
-        elif time.monotonic() - self.last >= max(self.interval_s, self.cost_s / COMMIT_SHARE):
+        elif time.monotonic() - self.last >= self.gap_s():
             self.flush(block=False)
+
+    def gap_s(self) -> float:
+        """How long after the last commit the next one is due."""
+        return max(self.interval_s, min(self.cost_s / COMMIT_SHARE, MAX_COMMIT_GAP_S))
 
     def flush(self, *, block: bool) -> None:
         if not self.pending:
