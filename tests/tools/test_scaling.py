@@ -21,10 +21,11 @@ def test_a_point_counts_what_the_link_can_carry() -> None:
     # payload in 1500 B on the wire); slow start from 10 segments fills it within 2 s, so
     # more than half of that arrives.
     assert 333 < point.delivered_pkts <= 666.7
-    # Each delivered data packet crossed three links (access, bottleneck, access) in one
-    # event (the sender's interface passes it on to the bottleneck at once, which hands it
-    # to the receiver's access link as it leaves), and at least one ACK per two of them
-    # crossed three more in one event: at least 1.5 events a packet.
-    assert point.events >= 1.5 * point.delivered_pkts
+    # Stepped hop by hop, a delivered data packet takes an event on each of its three links
+    # (access, bottleneck, access), its ACK (at most one per segment) three more, and the
+    # receiver's delayed-ACK timer and the sender's retransmission timer at most one each:
+    # at most 8 a packet. The core's shortcuts (a packet passed on, handed over, handled at
+    # its endpoint ahead of time) only take events away; some remain (the series samples).
+    assert 0 < point.events <= 8 * point.delivered_pkts
     assert point.cpu_s > 0
     assert point.peak_rss_mib >= point.base_rss_mib > 0

@@ -27,4 +27,10 @@
 ///   timeout follows the arrival gaps, often falls due exactly at an arrival). This lets a
 ///   packet leaving a link be handed to the access link behind it at once, one event for
 ///   the two hops, with every time unchanged.
-pub const MODEL_VERSION: u32 = 5;
+/// - 6: packets from several links that reach a link in the same nanosecond enter it in the
+///   order of the links' numbers, not in the order their arrivals were scheduled; with many
+///   flows a delayed-ACK timer of one flow falls due in the nanosecond another's segment
+///   arrives, and the order of their two ACKs at the return link decided between runs that
+///   differ from then on. Now that order is fixed by the path, so an endpoint may handle a
+///   packet on its last hop as soon as its arrival time is known (`sim::ahead`).
+pub const MODEL_VERSION: u32 = 6;

@@ -163,6 +163,28 @@ impl AccessLink {
         Some(arrive)
     }
 
+    /// No packet is on the link and it is idle at `now`: a packet offered then starts its
+    /// service at once, so it never waits and never counts against the queue limit.
+    #[inline]
+    pub fn idle_at(&self, now: SimTime) -> bool {
+        self.head == NIL && self.busy_until <= now
+    }
+
+    /// When a packet of `wire_bytes` sent at `now` on an idle link (`idle_at`) would reach
+    /// the far end; nothing changes until `sent`.
+    #[inline]
+    pub fn arrival_if_sent(&mut self, now: SimTime, wire_bytes: u32) -> SimTime {
+        debug_assert!(self.idle_at(now));
+        now + self.serialization(wire_bytes) + self.delay
+    }
+
+    /// A packet that arrives at `arrive` (`arrival_if_sent`) went over the link without
+    /// being kept on it: the link is busy until its service ends.
+    #[inline]
+    pub fn sent(&mut self, arrive: SimTime) {
+        self.busy_until = SimTime(arrive.ns() - self.delay.0);
+    }
+
     /// The link has no queue limit (a host's own interface): it never refuses a packet.
     pub fn is_unlimited(&self) -> bool {
         self.limit_pkts == u64::MAX
@@ -207,6 +229,20 @@ impl AccessLink {
     #[inline]
     pub fn first(&self) -> Option<u32> {
         (self.head != NIL).then_some(self.head)
+    }
+
+    /// The first packet may leave the link before it arrives: it does not count among the
+    /// packets waiting for service, so no later offer, which comes no earlier than it did,
+    /// would count it (it never waited, or had started its service by an earlier offer).
+    #[inline]
+    pub fn first_may_leave_early(&self) -> bool {
+        self.waiting == 0 || self.waiting_head != self.head
+    }
+
+    /// When packet `pkt`, on this link, arrives at the far end.
+    #[inline]
+    pub fn arrival_of(&self, pkt: u32, at: &[OnAccess]) -> SimTime {
+        at[pkt as usize].arrive
     }
 
     /// The packet behind `pkt` on its link, if any.

@@ -8,6 +8,7 @@
 //! `trace` writes packet captures and event logs when a run asks for them; `control` is how
 //! a caller watches a run and stops it early; `cross_tcp` runs the connections of TCP cross
 //! traffic.
+mod ahead;
 pub mod control;
 pub mod cross_tcp;
 pub mod flow;
@@ -18,7 +19,7 @@ pub mod trace;
 use crate::app::cross::CrossSource;
 use crate::app::cross_tcp::TcpCross;
 use crate::engine::cache::{prefetch, prefetch_bytes};
-use crate::engine::event::EventQueue;
+use crate::engine::event::{ArrivalRank, EventQueue};
 use crate::engine::time::{SimDuration, SimTime};
 use crate::net::access::{AccessLink, OnAccess};
 use crate::net::link::{Admission, Link, LinkOutput};
@@ -63,6 +64,18 @@ pub enum Event {
     },
     /// End of a series interval: sample the counters.
     Sample,
+}
+
+/// Packets from several links reaching a link in one nanosecond enter it in the order of
+/// the links' numbers (`engine::event`); only deliveries are arrivals.
+impl ArrivalRank for Event {
+    #[inline]
+    fn arrival_rank(&self) -> u32 {
+        match *self {
+            Event::LinkDeliver { link } => link,
+            _ => u32::MAX,
+        }
+    }
 }
 
 const SENDER_SLOTS: [TimerSlot; 3] = [
@@ -138,6 +151,12 @@ pub struct Simulation {
     hand_over: bool,
     /// Pass packets leaving a host on to the link behind its interface (`forward_access`).
     pass_on: bool,
+    /// Handle packets on their last hop at their endpoint ahead of time (`ahead`).
+    ahead: bool,
+    /// An endpoint is handling a packet ahead of time (`ahead`).
+    in_ahead: bool,
+    /// The end of the stretch of the run being run (`run_until`), at most `end`.
+    until: SimTime,
     /// When the next series sample reads the bottleneck (`SimTime::MAX`: none is due).
     next_sample: SimTime,
     /// Packet captures and the event log, when asked for (`set_tracer`).
@@ -213,6 +232,9 @@ impl Simulation {
             halted: false,
             hand_over: true,
             pass_on: true,
+            ahead: true,
+            in_ahead: false,
+            until: end,
             next_sample,
             tracer: None,
         })
@@ -301,6 +323,7 @@ impl Simulation {
     /// run halted), false when the event count stopped it.
     fn run_until_events(&mut self, t: SimTime, max_events: u64) -> bool {
         let t = t.min(self.end);
+        self.until = t;
         while let Some(next) = self.queue.peek_time() {
             if next >= t || self.halted {
                 return true;
@@ -509,6 +532,9 @@ impl Simulation {
     /// (`access[a]`). False if it refused the packet (marked to be dropped on arrival).
     #[inline]
     fn hand_over(&mut self, link_id: u32, at: SimTime, idx: u32, next: u32, a: usize) -> bool {
+        if self.ahead && self.topo.access[a].idle_at(at) && self.hand_over_ahead(at, idx, a) {
+            return true;
+        }
         self.keep_on_access(idx);
         let wire = self.pool.get(idx).wire_bytes;
         match self.topo.access[a].offer(at, idx, wire, &mut self.on_access) {
@@ -559,7 +585,7 @@ impl Simulation {
             if (hop as u32) < self.topo.routes[route as usize].len
                 && self.topo.route_link(route, hop) == feeds
             {
-                let before = self.end.min(self.next_sample);
+                let before = self.ahead_bound();
                 if let Some(at) = self.topo.access[a].pass(now, wire, before) {
                     self.pool.get_mut(idx).hop = hop;
                     if let Some(t) = self.tracer.as_deref_mut() {
@@ -709,15 +735,26 @@ impl Simulation {
     }
 
     fn link_deliver(&mut self, now: SimTime, link_id: u32) {
-        let (idx, next) = match self.topo.access_index(link_id) {
+        let access = self.topo.access_index(link_id);
+        let (idx, next) = match access {
             Some(a) => self.topo.access[a].pop(&self.on_access),
             None => self.topo.links[link_id as usize].pop(),
         };
+        // the packets behind a packet reaching its endpoint may go ahead once it is handled
+        let mut drain = None;
         if let Some(t) = next {
             self.prefetch_ahead(link_id);
             self.prefetch_sender_segments(link_id, idx);
-            self.queue
-                .schedule_arrival(t, Event::LinkDeliver { link: link_id });
+            let last_hop = {
+                let p = self.pool.get(idx);
+                p.hop as u32 + 1 == self.topo.routes[p.route as usize].len
+            };
+            match access {
+                Some(a) if self.ahead && last_hop => drain = Some(a),
+                _ => self
+                    .queue
+                    .schedule_arrival(t, Event::LinkDeliver { link: link_id }),
+            }
         }
         if let Some(t) = self.tracer.as_deref_mut() {
             t.egress(now, link_id, idx, &self.pool);
@@ -728,11 +765,16 @@ impl Simulation {
             (p.route, p.hop, p.has(pflags::REFUSED))
         };
         if refused {
+            debug_assert!(
+                drain.is_none(),
+                "an access link refuses none of its packets"
+            );
             self.drop_packet(idx);
             return;
         }
         let r = &self.topo.routes[route as usize];
         if (hop as u32) < r.len {
+            debug_assert!(drain.is_none());
             self.forward(now, idx);
             return;
         }
@@ -757,6 +799,9 @@ impl Simulation {
             Dest::Cross { source } => self.cross[source as usize].on_delivered(&p),
             Dest::CrossConn { conn, side } => self.cross_deliver(now, conn, side, &p),
         }
+        if let Some(a) = drain {
+            self.drain_ahead(link_id, a);
+        }
     }
 
     /// Warm the caches for the next deliveries of `link_id` (`engine::cache`), if it is a
@@ -772,7 +817,7 @@ impl Simulation {
     /// whole connection, 31 lines, stalled on the hints themselves.)
     #[inline]
     fn prefetch_ahead(&self, link_id: u32) {
-        if self.link_delay(link_id) < COLD_AFTER {
+        if self.link_delay(link_id) < COLD_AFTER && !self.sent_ahead(link_id) {
             return;
         }
         // the pipeline first, in arrival order
@@ -868,6 +913,18 @@ impl Simulation {
         if let (true, Some(s)) = (long, self.conns[conn as usize].sender.linux()) {
             s.sb.prefetch_front(3);
         }
+    }
+
+    /// Link `link_id` is a host's interface whose host may handle packets ahead of time
+    /// (`ahead`): what it sends then waits on the interface until its time, up to a round
+    /// trip later, and is cold when it leaves, however short the link.
+    #[inline]
+    fn sent_ahead(&self, link_id: u32) -> bool {
+        self.ahead
+            && self
+                .topo
+                .access_index(link_id)
+                .is_some_and(|a| self.topo.access_feeder[a] == NO_FEEDER)
     }
 
     /// The propagation delay of link `link_id`, from the state its hops read.

@@ -82,6 +82,17 @@ impl RelayIndex {
         }
         ix
     }
+
+    /// Endpoint `side` of connection `conn` sits at a PEP: a relay acts after it handles a
+    /// packet.
+    #[inline]
+    pub fn relayed(&self, conn: u32, side: Side) -> bool {
+        let at = match side {
+            Side::Receiver => &self.up,
+            Side::Sender => &self.down,
+        };
+        at.get(conn as usize).is_some_and(Option::is_some)
+    }
 }
 
 impl Simulation {

@@ -7,7 +7,7 @@
 //! Time jumps from event to event (quinn's `Pair`); events at one instant run in the order
 //! they were scheduled (`engine::event`), so ACKs that arrive together are processed one by
 //! one and a test can look at the sender after each.
-use crate::engine::event::EventQueue;
+use crate::engine::event::{ArrivalRank, EventQueue};
 use crate::engine::time::{serialization_time, SimDuration, SimTime};
 use crate::net::packet::{Packet, PacketKind};
 use crate::scenario::{AppConfig, TcpConfig};
@@ -23,6 +23,14 @@ enum Ev {
     ToSender(Packet),
     Timer(Side, TimerSlot),
     Supply(u64),
+}
+
+/// The harness's packets travel over no links: arrivals of one nanosecond keep their
+/// scheduling order.
+impl ArrivalRank for Ev {
+    fn arrival_rank(&self) -> u32 {
+        0
+    }
 }
 
 /// What a step did, as far as tests look.
