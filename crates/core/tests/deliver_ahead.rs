@@ -89,3 +89,42 @@ fn every_kind_of_flow_is_the_same() {
     let (with, without) = same_both_ways(&cfg);
     assert!(with < without, "{with} / {without} events");
 }
+
+/// Where the event loop looks for what the next delivery on an access link will read
+/// (`access_flow_end`, from the link's number alone) agrees with the routes: the access
+/// links of a connection's data route carry packets to its receiver, those of its ACK route
+/// to its sender, each of its own flow.
+#[test]
+fn an_access_links_number_tells_its_flow_and_where_its_packets_go() {
+    use tcplab_core::net::topology::{access_flow_end, Topology};
+    use tcplab_core::tcp::connection::Side;
+    let flows: Vec<Value> = (0..3)
+        .map(|_| json!({"cca": "cubic", "app": {"kind": "bulk"}}))
+        .collect();
+    let link = dir(10_000_000, 5_000_000, 0.0, 100);
+    let v = json!({"name": "three", "seed": 1, "duration_ns": 1_000_000_000u64,
+        "bottleneck": {"forward": link, "reverse": link},
+        "access": {"rate_bps": 100_000_000u64, "delay_ns": 100_000u64}, "flows": flows});
+    let sim = Simulation::new(ScenarioConfig::from_json(&v.to_string()).unwrap()).unwrap();
+    let t = &sim.topo;
+    let mut seen = 0;
+    for conn in 0..3u32 {
+        for (route, side) in [
+            (Topology::data_route(conn), Side::Receiver),
+            (Topology::ack_route(conn), Side::Sender),
+        ] {
+            for &l in t.route_links(route) {
+                if let Some(a) = t.access_index(l) {
+                    assert_eq!(
+                        access_flow_end(a),
+                        (conn as usize, side),
+                        "{}",
+                        t.links[l as usize].name
+                    );
+                    seen += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(seen, 12, "four access links a flow");
+}

@@ -219,6 +219,24 @@ impl<E> Radix<E> {
         self.at_last.pop_front()
     }
 
+    /// The event likely popped next, when telling needs no work: the front of `at_last`,
+    /// or the lone event of the lowest bucket.
+    #[inline]
+    fn peek_hint(&self) -> Option<&E> {
+        if let Some((_, e)) = self.at_last.front() {
+            return Some(e);
+        }
+        if self.levels == 0 {
+            return None;
+        }
+        let level = self.levels.trailing_zeros() as usize;
+        let digit = self.digits[level].trailing_zeros() as usize;
+        match self.buckets[level * DIGITS + digit].as_slice() {
+            [(_, e)] => Some(e),
+            _ => None,
+        }
+    }
+
     #[inline]
     fn peek_time(&mut self) -> Option<SimTime> {
         self.refill();
@@ -354,6 +372,16 @@ impl<E: ArrivalRank> EventQueue<E> {
         match &mut self.store {
             Store::Small(v) => v.last().map(|e| SimTime(e.0 .0 >> 1)),
             Store::Radix(r) => r.peek_time().map(|t| SimTime(t.0 >> 1)),
+        }
+    }
+
+    /// The event likely popped next, if the queue can tell without work (for cache hints
+    /// only: a later schedule may come first).
+    #[inline]
+    pub fn peek_hint(&self) -> Option<&E> {
+        match &self.store {
+            Store::Small(v) => v.last().map(|(_, e)| e),
+            Store::Radix(r) => r.peek_hint(),
         }
     }
 

@@ -115,6 +115,23 @@ pub struct Topology {
     pub medium_of: Vec<u32>,
 }
 
+/// A flow's four access links, in the order `Topology::access` holds them: name, whether
+/// it is a host's own interface (else the router's port facing the host), and the endpoint
+/// its packets travel to.
+const ACCESS_DIRS: [(&str, bool, Side); 4] = [
+    ("sender_up", true, Side::Receiver),
+    ("receiver_down", false, Side::Receiver),
+    ("receiver_up", true, Side::Sender),
+    ("sender_down", false, Side::Sender),
+];
+
+/// The flow access link `a` (`Topology::access[a]`) belongs to, and the endpoint of the
+/// flow's connection its packets travel to.
+#[inline]
+pub fn access_flow_end(a: usize) -> (usize, Side) {
+    (a / ACCESS_DIRS.len(), ACCESS_DIRS[a % ACCESS_DIRS.len()].2)
+}
+
 /// `Topology::medium_of` of a wired link.
 pub const NO_MEDIUM: u32 = u32::MAX;
 
@@ -327,12 +344,7 @@ impl Topology {
         let mut access_twins = Vec::with_capacity(4 * cfg.flows.len());
         for (i, f) in cfg.flows.iter().enumerate() {
             let a = f.access.unwrap_or(cfg.access);
-            for (dir, host_side) in [
-                ("sender_up", true),
-                ("receiver_down", false),
-                ("receiver_up", true),
-                ("sender_down", false),
-            ] {
+            for (dir, host_side, _) in ACCESS_DIRS {
                 let (link, twin) = access_link(format!("flow{i}.{dir}"), &a, host_side, seed);
                 links.push(link);
                 access_twins.push(twin);

@@ -7,22 +7,24 @@
 //! joins the connections of a flow split by PEPs, `series` samples per-interval counters,
 //! `trace` writes packet captures and event logs when a run asks for them; `control` is how
 //! a caller watches a run and stops it early; `cross_tcp` runs the connections of TCP cross
-//! traffic.
+//! traffic; `ahead` lets an endpoint handle a packet on its last hop as soon as its arrival
+//! time is known; `hints` asks for cold state ahead of the deliveries and events that read
+//! it.
 mod ahead;
 pub mod control;
 pub mod cross_tcp;
 pub mod flow;
+mod hints;
 pub mod relay;
 pub mod series;
 pub mod trace;
 
 use crate::app::cross::CrossSource;
 use crate::app::cross_tcp::TcpCross;
-use crate::engine::cache::{prefetch, prefetch_bytes};
 use crate::engine::event::{ArrivalRank, EventQueue};
 use crate::engine::time::{SimDuration, SimTime};
-use crate::net::access::{AccessLink, OnAccess};
-use crate::net::link::{Admission, Link, LinkOutput};
+use crate::net::access::OnAccess;
+use crate::net::link::{Admission, LinkOutput};
 use crate::net::packet::{flags as pflags, Packet, PacketKind, PacketPool};
 use crate::net::topology::{Dest, Topology, NO_FEEDER, NO_MEDIUM};
 use crate::net::wifi::WifiOutput;
@@ -31,6 +33,7 @@ use crate::tcp::connection::{Connection, Side, TimerSlot};
 use crate::tcp::ns2;
 use control::{Progress, CHECK_EVERY_EVENTS};
 use flow::{Flow, FlowKind};
+use hints::HINT_EVENTS_AFTER_BYTES;
 use relay::RelayIndex;
 use series::{SeriesOut, SeriesRecorder};
 use trace::Tracer;
@@ -94,23 +97,6 @@ fn slot_index(slot: TimerSlot) -> usize {
     }
 }
 
-/// Up to this many links, the event loop takes them to be in the CPU's caches and asks
-/// for no link ahead of a delivery (`Simulation::prefetch_ahead`): 64 link directions of
-/// 384 bytes fill most of a 32 KiB first-level cache.
-const LINKS_KEPT_IN_CACHE: usize = 64;
-
-/// Links at least this long (propagation delay) get hints ahead of their deliveries
-/// (`Simulation::prefetch_ahead`): what a shorter one delivers, such as an access link of
-/// 0.1 ms, was handled a few events earlier and is still cached, and hints there would only
-/// add instructions. On a long link the packet was handled thousands of events earlier.
-const COLD_AFTER: SimDuration = SimDuration(1_000_000);
-
-/// Bytes of a `Link` that a plain DropTail hop reads, as its layout documents: everything
-/// up to the packet and byte counters of its statistics.
-const LINK_HOT_BYTES: usize = std::mem::offset_of!(Link, stats) + 2 * std::mem::size_of::<u64>();
-// They are three whole cache lines (the struct starts on one).
-const _: () = assert!(std::mem::align_of::<Link>() == 64 && LINK_HOT_BYTES <= 3 * 64);
-
 /// Packet accounting for the conservation checks.
 #[derive(Debug, Clone, Default)]
 pub struct PacketCounters {
@@ -151,6 +137,10 @@ pub struct Simulation {
     hand_over: bool,
     /// Pass packets leaving a host on to the link behind its interface (`forward_access`).
     pass_on: bool,
+    /// Per flow: its one TCP connection (`u32::MAX`: UDP, or split by PEPs).
+    flow_conn: Vec<u32>,
+    /// Ask for what the next event reads while handling one (`HINT_EVENTS_AFTER_BYTES`).
+    hint_events: bool,
     /// Handle packets on their last hop at their endpoint ahead of time (`ahead`).
     ahead: bool,
     /// An endpoint is handling a packet ahead of time (`ahead`).
@@ -204,6 +194,16 @@ impl Simulation {
             }
         }
         let series = SeriesRecorder::new(plan.flows.len(), interval, series);
+        let hint_events =
+            plan.conns.len() * std::mem::size_of::<Connection>() > HINT_EVENTS_AFTER_BYTES;
+        let flow_conn = plan
+            .flows
+            .iter()
+            .map(|f| match &f.kind {
+                FlowKind::Tcp { conns, .. } if conns.len() == 1 => conns[0],
+                _ => u32::MAX,
+            })
+            .collect();
         let mut topo = topo;
         // Background stations of Wi-Fi media transmit from the start.
         for (m, medium) in topo.media.iter_mut().enumerate() {
@@ -232,6 +232,8 @@ impl Simulation {
             halted: false,
             hand_over: true,
             pass_on: true,
+            hint_events,
+            flow_conn,
             ahead: true,
             in_ahead: false,
             until: end,
@@ -332,6 +334,11 @@ impl Simulation {
                 return false;
             }
             let (now, ev) = self.queue.pop().expect("peeked");
+            if self.hint_events {
+                if let Some(&next) = self.queue.peek_hint() {
+                    self.prefetch_event(next);
+                }
+            }
             self.dispatch(now, ev);
         }
         true
@@ -801,152 +808,6 @@ impl Simulation {
         }
         if let Some(a) = drain {
             self.drain_ahead(link_id, a);
-        }
-    }
-
-    /// Warm the caches for the next deliveries of `link_id` (`engine::cache`), if it is a
-    /// long link (`COLD_AFTER`). With few links (a handful of flows) the links stay in the
-    /// caches, and only the head of the packet delivered next is asked for. With many, the
-    /// head of the packet after next is, and the link the next packet goes on to: its head
-    /// was asked for one delivery ago, so reading where it goes costs no wait. When that link
-    /// is the packet's last, also what the endpoint it reaches reads next: its sender or
-    /// receiver (every ACK touches most of a sender's 18 cache lines) and the access link it
-    /// answers on. (The second form costs more instructions, which a dumbbell of a few flows
-    /// does not win back; with 1,000 flows the link alone took 7-23 % off a run. Going two
-    /// deliveries ahead instead of one made no measurable difference, and asking for the
-    /// whole connection, 31 lines, stalled on the hints themselves.)
-    #[inline]
-    fn prefetch_ahead(&self, link_id: u32) {
-        if self.link_delay(link_id) < COLD_AFTER && !self.sent_ahead(link_id) {
-            return;
-        }
-        // the pipeline first, in arrival order
-        let (next, after) = match self.topo.access_index(link_id) {
-            Some(a) => {
-                let Some(next) = self.topo.access[a].first() else {
-                    return;
-                };
-                let after = AccessLink::behind(next, &self.on_access);
-                // the next delivery reads when the packet after next arrives
-                if let Some(after) = after {
-                    prefetch(&self.on_access[after as usize]);
-                }
-                (next, after)
-            }
-            None => {
-                let mut ahead = self.topo.links[link_id as usize].in_flight();
-                let Some(next) = ahead.next() else { return };
-                (next, ahead.next())
-            }
-        };
-        if self.topo.links.len() <= LINKS_KEPT_IN_CACHE {
-            self.pool.prefetch(next);
-            return;
-        }
-        let p = self.pool.get(next);
-        let hop = p.hop + 1;
-        let r = &self.topo.routes[p.route as usize];
-        if (hop as u32) < r.len {
-            self.prefetch_link(self.topo.route_link(p.route, hop));
-            // its last hop: the endpoint it reaches answers on its own access link
-            if hop as u32 + 1 == r.len {
-                self.prefetch_endpoint(r.dest, false);
-            }
-        } else {
-            // it reaches its endpoint with this delivery (an access link handed the packet
-            // ahead of time, `on_wire`): that endpoint, and for an ACK the scoreboard
-            self.prefetch_endpoint(r.dest, true);
-        }
-        if let Some(after) = after {
-            self.pool.prefetch(after);
-        }
-    }
-
-    /// Ask for what endpoint `dest` reads when a packet reaches it: its sender or receiver
-    /// (every ACK touches most of a sender's 18 cache lines) and the access link it answers
-    /// on; with `segments`, for an ACK also the scoreboard's first segments, which it will
-    /// take off and which were last touched a round trip ago.
-    #[inline]
-    fn prefetch_endpoint(&self, dest: Dest, segments: bool) {
-        let Dest::Conn { conn, side } = dest else {
-            return;
-        };
-        let c = &self.conns[conn as usize];
-        let back = match side {
-            Side::Sender => {
-                prefetch(&c.sender);
-                if let (true, Some(s)) = (segments, c.sender.linux()) {
-                    s.sb.prefetch_front(3);
-                }
-                Topology::data_route(conn)
-            }
-            Side::Receiver => {
-                prefetch(&c.receiver);
-                Topology::ack_route(conn)
-            }
-        };
-        self.prefetch_link(self.topo.route_link(back, 0));
-    }
-
-    /// Packet `idx` leaves long link `link_id` for the last hop to a Linux sender, which was
-    /// asked for one delivery ago (`prefetch_ahead`): ask for the scoreboard's first segments,
-    /// which the ACK will take off when it arrives (after that hop) and which were last
-    /// touched a round trip ago.
-    #[inline]
-    fn prefetch_sender_segments(&self, link_id: u32, idx: u32) {
-        if self.topo.links.len() <= LINKS_KEPT_IN_CACHE {
-            return;
-        }
-        let p = self.pool.get(idx);
-        let r = &self.topo.routes[p.route as usize];
-        if p.hop as u32 + 2 != r.len {
-            return;
-        }
-        let Dest::Conn {
-            conn,
-            side: Side::Sender,
-        } = r.dest
-        else {
-            return;
-        };
-        let long = self.link_delay(link_id) >= COLD_AFTER;
-        if let (true, Some(s)) = (long, self.conns[conn as usize].sender.linux()) {
-            s.sb.prefetch_front(3);
-        }
-    }
-
-    /// Link `link_id` is a host's interface whose host may handle packets ahead of time
-    /// (`ahead`): what it sends then waits on the interface until its time, up to a round
-    /// trip later, and is cold when it leaves, however short the link.
-    #[inline]
-    fn sent_ahead(&self, link_id: u32) -> bool {
-        self.ahead
-            && self
-                .topo
-                .access_index(link_id)
-                .is_some_and(|a| self.topo.access_feeder[a] == NO_FEEDER)
-    }
-
-    /// The propagation delay of link `link_id`, from the state its hops read.
-    #[inline]
-    fn link_delay(&self, link_id: u32) -> SimDuration {
-        match self.topo.access_index(link_id) {
-            // packets handed over ahead of time wait on it for their feeder's delay too
-            Some(a) => match self.topo.access_feeder[a] {
-                NO_FEEDER => self.topo.access[a].delay(),
-                f => self.topo.access[a].delay() + self.topo.links[f as usize].delay,
-            },
-            None => self.topo.links[link_id as usize].delay,
-        }
-    }
-
-    /// Ask for what a hop over `link_id` reads: an access link's line, or a `Link`'s first
-    /// three (`LINK_HOT_BYTES`).
-    #[inline]
-    fn prefetch_link(&self, link_id: u32) {
-        match self.topo.access_index(link_id) {
-            Some(a) => prefetch(&self.topo.access[a]),
-            None => prefetch_bytes(&self.topo.links[link_id as usize], LINK_HOT_BYTES),
         }
     }
 
