@@ -55,7 +55,7 @@ impl Sender {
             self.ts_recent = self.ts_recent.max(p.ts_val);
         }
         match p.kind {
-            PacketKind::Ack => {}
+            PacketKind::Ack => self.stats.rtt.prefetch_recent(),
             PacketKind::Fin => return self.on_peer_fin(now, p, out),
             _ => return self.on_handshake(now, p, out),
         }
