@@ -153,13 +153,11 @@ impl AccessLink {
     #[inline]
     pub fn pass(&mut self, now: SimTime, wire_bytes: u32, before: SimTime) -> Option<SimTime> {
         debug_assert!(self.is_unlimited() && self.head == NIL);
-        let start = self.busy_until.max(now);
-        let end = start + self.serialization(wire_bytes);
-        let arrive = end + self.delay;
+        let arrive = self.arrival_if_sent(now, wire_bytes);
         if arrive >= before {
             return None;
         }
-        self.busy_until = end;
+        self.sent(arrive);
         Some(arrive)
     }
 
@@ -170,12 +168,13 @@ impl AccessLink {
         self.head == NIL && self.busy_until <= now
     }
 
-    /// When a packet of `wire_bytes` sent at `now` on an idle link (`idle_at`) would reach
-    /// the far end; nothing changes until `sent`.
+    /// When a packet of `wire_bytes` sent at `now` on a link with no packet on it would
+    /// reach the far end (its service starts when the last one's ended); nothing changes
+    /// until `sent`.
     #[inline]
     pub fn arrival_if_sent(&mut self, now: SimTime, wire_bytes: u32) -> SimTime {
-        debug_assert!(self.idle_at(now));
-        now + self.serialization(wire_bytes) + self.delay
+        debug_assert!(self.head == NIL);
+        self.busy_until.max(now) + self.serialization(wire_bytes) + self.delay
     }
 
     /// A packet that arrives at `arrive` (`arrival_if_sent`) went over the link without

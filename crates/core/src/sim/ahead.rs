@@ -76,12 +76,7 @@ impl Simulation {
         let p = self.pool.take(idx);
         self.counters.delivered += 1;
         self.in_ahead = true;
-        let f = &mut self.conns[conn as usize];
-        match side {
-            Side::Sender => f.sender.on_packet(arrive, &p, &mut self.out),
-            Side::Receiver => f.receiver.on_packet(arrive, &p, &mut self.out),
-        }
-        self.emit(arrive, conn, side);
+        self.endpoint_on_packet(arrive, conn, side, &p);
         self.in_ahead = false;
     }
 

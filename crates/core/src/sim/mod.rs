@@ -790,12 +790,7 @@ impl Simulation {
         self.counters.delivered += 1;
         match dest {
             Dest::Conn { conn, side } => {
-                let f = &mut self.conns[conn as usize];
-                match side {
-                    Side::Sender => f.sender.on_packet(now, &p, &mut self.out),
-                    Side::Receiver => f.receiver.on_packet(now, &p, &mut self.out),
-                }
-                self.emit(now, conn, side);
+                self.endpoint_on_packet(now, conn, side, &p);
                 self.relay_after(now, conn, side, p.kind);
             }
             Dest::Udp { flow } => {
@@ -809,6 +804,18 @@ impl Simulation {
         if let Some(a) = drain {
             self.drain_ahead(link_id, a);
         }
+    }
+
+    /// Endpoint `side` of connection `conn` handles packet `p` at `now` and sends what it
+    /// produced.
+    #[inline]
+    fn endpoint_on_packet(&mut self, now: SimTime, conn: u32, side: Side, p: &Packet) {
+        let f = &mut self.conns[conn as usize];
+        match side {
+            Side::Sender => f.sender.on_packet(now, p, &mut self.out),
+            Side::Receiver => f.receiver.on_packet(now, p, &mut self.out),
+        }
+        self.emit(now, conn, side);
     }
 
     fn sample(&mut self, now: SimTime) {
