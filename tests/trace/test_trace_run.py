@@ -27,10 +27,8 @@ SENDER, RECEIVER = "bottleneck.sender-side.pcapng", "bottleneck.receiver-side.pc
 
 
 def _without_wall_time(d: dict[str, object]) -> dict[str, object]:
-    """A result's numbers, without what the wall clock decides and the event count (a traced
-    run handles every packet in an event of its own, as it writes what happens in time order;
-    an untraced one hands packets to their endpoints ahead of time when it may)."""
-    volatile = ("wall_s", "events", "events_per_wall_s", "provenance")
+    """A result's numbers and event count, without what the wall clock decides."""
+    volatile = ("wall_s", "events_per_wall_s", "provenance")
     return {k: v for k, v in d.items() if k not in volatile}
 
 

@@ -3,6 +3,7 @@
 //! event log counts what the results count.
 mod common;
 use common::*;
+use serde_json::json;
 use std::path::{Path, PathBuf};
 use tcplab_core::api;
 use tcplab_core::scenario::{AppConfig, ScenarioConfig};
@@ -40,7 +41,11 @@ struct Epb {
 
 /// Read every Enhanced Packet Block of a file this crate wrote (little-endian).
 fn read_pcapng(path: &Path) -> Vec<Epb> {
-    let b = std::fs::read(path).unwrap();
+    parse_pcapng(&std::fs::read(path).unwrap())
+}
+
+/// The Enhanced Packet Blocks of a capture's bytes.
+fn parse_pcapng(b: &[u8]) -> Vec<Epb> {
     let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap());
     let mut out = Vec::new();
     let mut i = 0;
@@ -77,33 +82,168 @@ fn is_data(e: &Epb) -> bool {
     }
 }
 
-/// A traced run has the untraced run's results; its event count is that of a run that
-/// hands no packet to its endpoint ahead of time (a tracer writes what happens in time
-/// order, so a traced run does not), more than the plain run's.
+/// A traced run has the untraced run's results, its event count included: the tracer only
+/// reads, and packets go to their endpoints ahead of time as in any run (`sim::ahead`).
 #[test]
 fn a_traced_run_has_the_untraced_runs_results() {
     let dir = tmpdir("identical");
     let plain = api::run(lossy_geo(60)).unwrap();
     let (traced, report) = api::run_traced(lossy_geo(60), &trace_spec(&dir, true)).unwrap();
-    let mut stepped = tcplab_core::sim::Simulation::new(lossy_geo(60)).unwrap();
-    stepped.set_deliver_ahead(false);
-    stepped.run();
-    let stepped = api::summarize(&stepped);
     assert_eq!(
-        serde_json::to_string(&stepped).unwrap(),
+        serde_json::to_string(&plain).unwrap(),
         serde_json::to_string(&traced).unwrap()
     );
-    assert!(plain.events < traced.events);
-    let without_events = |r: &api::RunResult| {
-        let mut v = serde_json::to_value(r).unwrap();
-        v.as_object_mut().unwrap().remove("events");
-        v
-    };
-    assert_eq!(without_events(&plain), without_events(&traced));
     assert_eq!(report.captures.len(), 2);
     assert!(report.captures.iter().all(|c| c.packets > 1000));
     assert!(report.events.unwrap().records > 100);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A 20 ms, 20 Mbit/s dumbbell of `n` CUBIC flows with losses, for 20 s.
+fn lossy_dumbbell(n: usize) -> ScenarioConfig {
+    Spec {
+        rtt_ms: 40.0,
+        rate_bps: 20_000_000,
+        return_rate_bps: 20_000_000,
+        per: 1e-3,
+        queue_pkts: 60,
+        duration_s: 20,
+        cca: "cubic",
+        flows: n,
+        ..Default::default()
+    }
+    .build()
+}
+
+/// The files a traced run of `cfg` writes (captures of the segments `links`, of `flows`,
+/// and the event log), sorted by name, with its event count; packets handed to their
+/// endpoints ahead of time or not.
+fn traced_files(
+    cfg: ScenarioConfig,
+    links: &[&str],
+    flows: Option<Vec<u32>>,
+    ahead: bool,
+) -> (u64, Vec<(String, Vec<u8>)>) {
+    let dir = tmpdir(&format!("ahead-{}-{ahead}", cfg.flows.len()));
+    let mut spec = trace_spec(&dir, true);
+    spec.flows = flows;
+    spec.links = links.iter().map(|l| l.to_string()).collect();
+    let mut sim = tcplab_core::sim::Simulation::new(cfg).unwrap();
+    sim.set_deliver_ahead(ahead);
+    let tracer = tcplab_core::sim::trace::Tracer::new(&spec, &sim).unwrap();
+    sim.set_tracer(tracer);
+    sim.run();
+    sim.take_tracer().unwrap().finish().unwrap();
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| {
+            let p = e.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read(&p).unwrap())
+        })
+        .collect();
+    files.sort();
+    std::fs::remove_dir_all(&dir).unwrap();
+    (sim.events(), files)
+}
+
+/// Event records' times, in file order.
+fn record_times(log: &[u8]) -> Vec<u64> {
+    log.chunks(64)
+        .map(|r| u64::from_le_bytes(r[0..8].try_into().unwrap()))
+        .collect()
+}
+
+/// The same frames and records in `a` and `b` (files of two runs), in time order in `a`
+/// (within one nanosecond, frames or records of different flows may come in another order).
+fn same_frames_and_records(a: &[(String, Vec<u8>)], b: &[(String, Vec<u8>)]) {
+    assert_eq!(a.len(), b.len());
+    for ((name, a), (other, b)) in a.iter().zip(b) {
+        assert_eq!(name, other);
+        assert_eq!(a.len(), b.len(), "{name}");
+        if name.ends_with(".pcapng") {
+            let (fa, fb) = (parse_pcapng(a), parse_pcapng(b));
+            assert!(fa.len() > 1000, "{name}: {} frames", fa.len());
+            assert!(
+                fa.windows(2).all(|w| w[0].t_ns <= w[1].t_ns),
+                "{name} in time order"
+            );
+            let key = |f: &Vec<Epb>| {
+                let mut v: Vec<_> = f
+                    .iter()
+                    .map(|e| (e.t_ns, e.data.clone(), e.flags))
+                    .collect();
+                v.sort();
+                v
+            };
+            assert!(key(&fa) == key(&fb), "{name}: other frames");
+        } else {
+            let ta = record_times(a);
+            assert!(ta.len() > 100, "{} records", ta.len());
+            assert!(
+                ta.windows(2).all(|w| w[0] <= w[1]),
+                "event log in time order"
+            );
+            let mut ra: Vec<&[u8]> = a.chunks(64).collect();
+            let mut rb: Vec<&[u8]> = b.chunks(64).collect();
+            ra.sort();
+            rb.sort();
+            assert!(ra == rb, "other event records");
+        }
+    }
+}
+
+/// What an endpoint logs or sends while it handles a packet ahead of time waits in the
+/// tracer until the run reaches its time: the captures and the event log are those of a
+/// run that hands nothing ahead.
+#[test]
+fn handing_packets_ahead_leaves_captures_and_the_event_log_as_they_were() {
+    // one flow (its host passes what it sends on to the bottleneck): the same bytes
+    let (ahead_events, ahead) = traced_files(lossy_dumbbell(1), &[], None, true);
+    let (stepped_events, stepped) = traced_files(lossy_dumbbell(1), &[], None, false);
+    assert!(
+        ahead_events * 2 < stepped_events,
+        "{ahead_events} / {stepped_events}"
+    );
+    assert_eq!(ahead.len(), 3, "two captures and the event log");
+    for ((name, a), (_, b)) in ahead.iter().zip(&stepped) {
+        assert!(a.len() > 40_000, "{name}: {} bytes", a.len());
+        assert!(a == b, "{name} differs ({} / {} bytes)", a.len(), b.len());
+    }
+    // eight flows, three of them traced
+    let flows = Some(vec![0, 3, 7]);
+    let (ahead_events, ahead) = traced_files(lossy_dumbbell(8), &[], flows.clone(), true);
+    let (stepped_events, stepped) = traced_files(lossy_dumbbell(8), &[], flows, false);
+    assert!(
+        ahead_events < stepped_events,
+        "{ahead_events} / {stepped_events}"
+    );
+    same_frames_and_records(&ahead, &stepped);
+    // a gateway PEP splitting two downloads, captured on all three segments
+    let seg = |name: &str, rate: u64, delay_ms: u64, per: f64| {
+        let d = |r: u64| {
+            json!({"rate_bps": r, "delay_ns": delay_ms * 1_000_000, "per": per,
+                                 "queue": {"limit_pkts": 200}})
+        };
+        json!({"name": name, "forward": d(rate), "reverse": d(rate / 5)})
+    };
+    let v = json!({"name": "pep", "seed": 3, "duration_ns": 30_000_000_000u64,
+        "interval_ns": 1_000_000_000u64,
+        "path": {"pep": "gateway", "segments": [seg("internet", 100_000_000, 10, 0.0),
+            seg("satellite", 10_000_000, 260, 1e-3), seg("last-mile", 50_000_000, 5, 0.0)]},
+        "access": {"rate_bps": 1_000_000_000u64, "delay_ns": 100_000u64},
+        "flows": [{"cca": "cubic", "app": {"kind": "file", "size_bytes": 3_000_000u64}},
+                  {"cca": "bbr", "app": {"kind": "bulk"}, "start_ns": 2_000_000_000u64}]});
+    let cfg = ScenarioConfig::from_json(&v.to_string()).unwrap();
+    let links = ["internet", "satellite", "last-mile"];
+    let (ahead_events, ahead) = traced_files(cfg.clone(), &links, None, true);
+    let (stepped_events, stepped) = traced_files(cfg, &links, None, false);
+    assert!(
+        ahead_events < stepped_events,
+        "{ahead_events} / {stepped_events}"
+    );
+    assert_eq!(ahead.len(), 7, "six captures and the event log");
+    same_frames_and_records(&ahead, &stepped);
 }
 
 #[test]

@@ -31,12 +31,7 @@ fn a_traced_600_s_50_mbit_run_streams_to_disk_in_bounded_memory() {
         cca: "cubic",
         ..Default::default()
     };
-    // the untraced run as a traced one runs it: every packet in an event of its own
-    let mut sim = tcplab_core::sim::Simulation::new(spec.build()).unwrap();
-    sim.set_deliver_ahead(false);
-    sim.run();
-    let plain = api::summarize(&sim);
-    drop(sim);
+    let plain = api::run(spec.build()).unwrap();
     let untraced_kib = peak_rss_kib();
     let dir = std::env::temp_dir().join(format!("tcplab-trace-mem-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

@@ -20,8 +20,12 @@
 //! - it is not an ns-2 agent (its timers keep the time they fired at);
 //! - it is not handling another packet ahead of time: what it sends goes on in events,
 //!   which bounds the recursion (a single flow's ACK and the next segment would otherwise
-//!   chain without end);
-//! - no tracer watches the run (captures are written in time order as packets arrive).
+//!   chain without end).
+//!
+//! A tracer sees the packet leave the link before (`Tracer::egress_ahead`; access links are
+//! never capture points), and what the endpoint logs or passes on ahead of time waits in
+//! the tracer until the run reaches its time, so captures and the event log stay in time
+//! order.
 //!
 //! A packet that cannot go ahead stays on the access link and has its delivery event; the
 //! packets behind it wait on the link until it is delivered, and then go ahead in turn if
@@ -49,11 +53,7 @@ impl Simulation {
     /// `arrive` now (the module note's conditions)?
     #[inline]
     fn may_deliver_ahead(&self, conn: u32, side: Side, arrive: SimTime) -> bool {
-        if self.in_ahead
-            || arrive >= self.ahead_bound()
-            || self.tracer.is_some()
-            || self.relays.relayed(conn, side)
-        {
+        if self.in_ahead || arrive >= self.ahead_bound() || self.relays.relayed(conn, side) {
             return false;
         }
         let c = &self.conns[conn as usize];
@@ -80,10 +80,17 @@ impl Simulation {
         self.in_ahead = false;
     }
 
-    /// Packet `idx` leaves a link for access link `a`, idle at `at`, which is its last hop:
-    /// handle it at its endpoint now if it may. False if it must go on the access link.
+    /// Packet `idx` leaves link `link_id` at `at` for access link `a`, idle then, which is
+    /// its last hop: handle it at its endpoint now if it may. False if it must go on the
+    /// access link.
     #[inline]
-    pub(super) fn hand_over_ahead(&mut self, at: SimTime, idx: u32, a: usize) -> bool {
+    pub(super) fn hand_over_ahead(
+        &mut self,
+        link_id: u32,
+        at: SimTime,
+        idx: u32,
+        a: usize,
+    ) -> bool {
         let p = self.pool.get(idx);
         let r = &self.topo.routes[p.route as usize];
         let Dest::Conn { conn, side } = r.dest else {
@@ -98,6 +105,10 @@ impl Simulation {
             return false;
         }
         self.topo.access[a].sent(arrive);
+        if let Some(t) = self.tracer.as_deref_mut() {
+            // access links are never capture points: only the link it leaves is seen
+            t.egress_ahead(at, link_id, idx, &self.pool);
+        }
         self.deliver_ahead(arrive, idx, conn, side);
         true
     }

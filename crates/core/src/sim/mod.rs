@@ -453,7 +453,8 @@ impl Simulation {
         }
         if let Some(t) = self.tracer.as_deref_mut() {
             if side == Side::Sender {
-                t.after_sender(now, conn, &self.conns[conn as usize], &self.out);
+                let seen = self.queue.now();
+                t.after_sender(now, seen, conn, &self.conns[conn as usize], &self.out);
             }
         }
         self.inject(now, route);
@@ -539,7 +540,10 @@ impl Simulation {
     /// (`access[a]`). False if it refused the packet (marked to be dropped on arrival).
     #[inline]
     fn hand_over(&mut self, link_id: u32, at: SimTime, idx: u32, next: u32, a: usize) -> bool {
-        if self.ahead && self.topo.access[a].idle_at(at) && self.hand_over_ahead(at, idx, a) {
+        if self.ahead
+            && self.topo.access[a].idle_at(at)
+            && self.hand_over_ahead(link_id, at, idx, a)
+        {
             return true;
         }
         self.keep_on_access(idx);
@@ -596,7 +600,7 @@ impl Simulation {
                 if let Some(at) = self.topo.access[a].pass(now, wire, before) {
                     self.pool.get_mut(idx).hop = hop;
                     if let Some(t) = self.tracer.as_deref_mut() {
-                        t.set_passing(Some(now));
+                        t.set_passing(Some(self.queue.now()));
                     }
                     self.forward(at, idx);
                     if let Some(t) = self.tracer.as_deref_mut() {

@@ -8,7 +8,11 @@
 //! action; every retransmitted segment the action sent is a record of its own. So the log
 //! is exact at the resolution of the simulation's events: several changes inside one ACK's
 //! processing (a reduction and a growth) show as their net result, as they would on the
-//! wire. Nothing is sampled and nothing is kept: each record goes straight to the output.
+//! wire. Nothing is sampled, and each record goes straight to the output unless its sender
+//! acted ahead of the event being run (a packet handed to it ahead of time, `sim::ahead`):
+//! such records wait, in time order, until the run reaches their time, so the log stays in
+//! time order (records of one nanosecond from different senders in the order they were
+//! made). They wait at most until the sender's next timer or packet would have run.
 //!
 //! Records are fixed-size little-endian rows (`RECORD_BYTES`, layout in `format_json`),
 //! which the Python layer turns into Parquet in bounded chunks.
@@ -16,6 +20,7 @@ use crate::cc::{CaState, CongestionControl, INFINITE_SSTHRESH, PHASES};
 use crate::engine::time::SimTime;
 use crate::net::packet::{flags, Packet, PacketKind};
 use crate::tcp::connection::{AnySender, Connection};
+use std::collections::VecDeque;
 use std::io::{self, Write};
 
 /// Bytes per record.
@@ -135,6 +140,11 @@ pub struct EventLog<W: Write> {
     out: W,
     last: Vec<Option<(State, Counters)>>,
     buf: [u8; RECORD_BYTES],
+    /// Records made ahead of the event being run, with their times, in time order (equal
+    /// times in the order made).
+    later: VecDeque<(u64, [u8; RECORD_BYTES])>,
+    /// The time of the event being run, as of the last action.
+    seen_ns: u64,
     pub records: u64,
 }
 
@@ -144,20 +154,27 @@ impl<W: Write> EventLog<W> {
             out,
             last: vec![None; n_conns],
             buf: [0; RECORD_BYTES],
+            later: VecDeque::new(),
+            seen_ns: 0,
             records: 0,
         }
     }
 
-    /// The sender of connection `conn` acted at `now` and sent `sent`; `logged`: the time
-    /// is in the log's window (the state is followed either way).
+    /// The sender of connection `conn` acted at `now` and sent `sent`, while the event of
+    /// time `seen` ran (`now` is later when it acted ahead of time); `logged`: `now` is in
+    /// the log's window (the state is followed either way).
     pub fn after_sender(
         &mut self,
         now: SimTime,
+        seen: SimTime,
         conn: u32,
         c: &Connection,
         sent: &[Packet],
         logged: bool,
     ) -> io::Result<()> {
+        debug_assert!(seen.ns() >= self.seen_ns && now >= seen);
+        self.seen_ns = seen.ns();
+        self.release(seen.ns())?;
         let (state, counters) = observe(&c.sender);
         let slot = &mut self.last[conn as usize];
         let prev = *slot;
@@ -240,12 +257,30 @@ impl<W: Write> EventLog<W> {
         b[53] = kind as u8;
         b[54] = r.state.ca_state;
         b[55] = r.state.phase;
-        self.out.write_all(b)?;
         self.records += 1;
+        if r.t_ns <= self.seen_ns {
+            return self.out.write_all(b);
+        }
+        // made ahead of time: behind every record of its time or earlier
+        let at = self.later.partition_point(|(t, _)| *t <= r.t_ns);
+        self.later.insert(at, (r.t_ns, *b));
+        Ok(())
+    }
+
+    /// Write the records made ahead of time that are due by `t_ns`.
+    fn release(&mut self, t_ns: u64) -> io::Result<()> {
+        while let Some(&(t, ref rec)) = self.later.front() {
+            if t > t_ns {
+                break;
+            }
+            self.out.write_all(rec)?;
+            self.later.pop_front();
+        }
         Ok(())
     }
 
     pub fn finish(mut self) -> io::Result<W> {
+        self.release(u64::MAX)?;
         self.out.flush()?;
         Ok(self.out)
     }

@@ -21,9 +21,11 @@
 //! time, `Simulation::on_wire`, is seen leaving its link then, `egress_ahead`: its frame
 //! waits, at most a link's worth of packets, until the file reaches its time. Likewise a
 //! packet a host passes on to the link behind its interface, `Simulation::forward_access`,
-//! is seen entering that link ahead of time, `set_passing`. A capture point's frames ahead
-//! come from one link each way, so each way they are in time order and the file merges the
-//! two.)
+//! is seen entering that link ahead of time, `set_passing`, also when the host itself acts
+//! ahead of time, `sim::ahead`: frames are written up to the time of the event being run,
+//! never up to a time a host reached ahead of it. A capture point's frames ahead come from
+//! one link each way, so each way they are in time order and the file merges the two. The
+//! event log keeps the records of a sender acting ahead of time likewise, `events`.)
 //!
 //! Filters: flows (by index), a time window `[from, to)` and the segments; the event log
 //! takes the flows and the window. Tracing only reads the simulation's state: the
@@ -257,8 +259,8 @@ pub struct Tracer {
     /// Per capture: packets seen leaving a link ahead of their time (`egress_ahead`), and
     /// entering one (`set_passing`).
     ahead: Vec<[AheadQueue; 2]>,
-    /// While a packet is passed on ahead of its time, the time it is (what the packet
-    /// enters is seen ahead).
+    /// While a packet is passed on ahead of its time, the time of the event being run (what
+    /// the packet enters is seen ahead).
     passing: Option<SimTime>,
     /// The first write error (then nothing more is written).
     error: Option<String>,
@@ -479,12 +481,13 @@ impl Tracer {
         }
     }
 
-    /// At `now`, the event loop passes a packet on to the link behind a host's interface,
-    /// ahead of the time it enters it (`Simulation::forward_access`): until this is called
-    /// with `None`, what it enters is seen ahead.
+    /// While the event of time `seen` runs, the event loop passes a packet on to the link
+    /// behind a host's interface, ahead of the time it enters it
+    /// (`Simulation::forward_access`): until this is called with `None`, what it enters is
+    /// seen ahead. (The host itself may be acting ahead of `seen`, `sim::ahead`.)
     #[inline]
-    pub fn set_passing(&mut self, now: Option<SimTime>) {
-        self.passing = now;
+    pub fn set_passing(&mut self, seen: Option<SimTime>) {
+        self.passing = seen;
     }
 
     /// Packet `idx` reaches the far end of `link`.
@@ -518,11 +521,11 @@ impl Tracer {
         if self.error.is_some() || !self.in_window(at) {
             return;
         }
-        if let Some(now) = self.passing {
-            // every frame of `cap` due by now has been seen: the rest come later and are due
-            // later (a hop takes time), and frames kept only to be written at the end would
-            // grow with the run when every frame of a capture is seen ahead
-            self.write_ahead(cap as usize, now.ns());
+        if let Some(seen) = self.passing {
+            // every frame of `cap` due by the event being run has been seen: the rest come
+            // later and are due later (a hop takes time), and frames kept only to be written
+            // at the end would grow with the run when every frame of a capture is seen ahead
+            self.write_ahead(cap as usize, seen.ns());
         }
         if !self.framer.traced(pool.get(idx)) {
             return;
@@ -573,11 +576,13 @@ impl Tracer {
         }
     }
 
-    /// The data sender of `conn` acted at `now`, sending `sent`.
+    /// The data sender of `conn` acted at `now`, sending `sent`, while the event of time
+    /// `seen` ran (earlier when the sender handled a packet ahead of time, `sim::ahead`).
     #[inline]
     pub fn after_sender(
         &mut self,
         now: SimTime,
+        seen: SimTime,
         conn: u32,
         c: &Connection,
         sent: &[crate::net::packet::Packet],
@@ -587,7 +592,7 @@ impl Tracer {
         }
         let logged = self.in_window(now);
         if let Some((log, path)) = &mut self.events {
-            if let Err(e) = log.after_sender(now, conn, c, sent, logged) {
+            if let Err(e) = log.after_sender(now, seen, conn, c, sent, logged) {
                 self.error = Some(format!("cannot write {}: {e}", path.display()));
             }
         }
