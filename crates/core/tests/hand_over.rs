@@ -311,16 +311,7 @@ fn captures_are_the_same_bytes_when_hosts_pass_packets_on() {
         sim.set_tracer(tracer);
         sim.run();
         let report = sim.take_tracer().unwrap().finish().unwrap();
-        let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| {
-                let p = e.unwrap().path();
-                let name = p.file_name().unwrap().to_string_lossy().into_owned();
-                (name, std::fs::read(&p).unwrap())
-            })
-            .collect();
-        files.sort();
-        std::fs::remove_dir_all(&dir).unwrap();
+        let files = take_files(&dir);
         let frames: u64 = report.captures.iter().map(|c| c.packets).sum();
         let v = serde_json::to_value(api::summarize(&sim)).unwrap();
         (v, files, frames)

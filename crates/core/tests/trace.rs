@@ -134,17 +134,7 @@ fn traced_files(
     sim.set_tracer(tracer);
     sim.run();
     sim.take_tracer().unwrap().finish().unwrap();
-    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| {
-            let p = e.unwrap().path();
-            let name = p.file_name().unwrap().to_string_lossy().into_owned();
-            (name, std::fs::read(&p).unwrap())
-        })
-        .collect();
-    files.sort();
-    std::fs::remove_dir_all(&dir).unwrap();
-    (sim.events(), files)
+    (sim.events(), take_files(&dir))
 }
 
 /// Event records' times, in file order.

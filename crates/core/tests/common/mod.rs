@@ -167,3 +167,19 @@ pub fn trace_spec(dir: &std::path::Path, events: bool) -> tcplab_core::sim::trac
         comment: "test".into(),
     }
 }
+
+/// Every file in `dir`, by name, with its bytes (a traced run's captures and event log), and
+/// `dir` removed.
+pub fn take_files(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let p = e.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read(&p).unwrap())
+        })
+        .collect();
+    files.sort();
+    std::fs::remove_dir_all(dir).unwrap();
+    files
+}
