@@ -10,9 +10,10 @@
 //! processing (a reduction and a growth) show as their net result, as they would on the
 //! wire. Nothing is sampled, and each record goes straight to the output unless its sender
 //! acted ahead of the event being run (a packet handed to it ahead of time, `sim::ahead`):
-//! such records wait, in time order, until the run reaches their time, so the log stays in
-//! time order (records of one nanosecond from different senders in the order they were
-//! made). They wait at most until the sender's next timer or packet would have run.
+//! such records wait, in time order, until a sender acts at or after their time or the run
+//! ends, so the log stays in time order (records of one nanosecond from different senders
+//! in the order they were made). Few wait: a sender acts ahead of time only up to its next
+//! timer, the next series sample or the end.
 //!
 //! Records are fixed-size little-endian rows (`RECORD_BYTES`, layout in `format_json`),
 //! which the Python layer turns into Parquet in bounded chunks.
