@@ -16,10 +16,12 @@
 //! packet dropped on the segment — queue, error, outage, AQM — is in the sender-side file
 //! and not in the receiver-side one. Each capture point is one pcapng file with both
 //! directions (`<segment>.sender-side.pcapng`), so Wireshark's TCP analysis pairs data and
-//! ACKs; frames are built by `frame` and written by `pcapng` as they happen, so memory
-//! does not grow with the run. (A packet the event loop hands to the next link ahead of
-//! time, `Simulation::on_wire`, is seen leaving its link then, `egress_ahead`: its frame
-//! waits, at most a link's worth of packets, until the file reaches its time. Likewise a
+//! ACKs; frames are built by `frame` and written by `pcapng` as they happen, each file
+//! going to disk from a thread of its own (`output`), so memory does not grow with the run
+//! and the disk writes overlap it. (A packet the event loop hands to the next link ahead of
+//! time, `Simulation::on_wire`, is seen leaving its link then, `egress_ahead`: a copy of
+//! its head waits, at most a link's worth of packets, until the file reaches its time, and
+//! its frame is built then, straight into the file's buffer. Likewise a
 //! packet a host passes on to the link behind its interface, `Simulation::forward_access`,
 //! is seen entering that link ahead of time, `set_passing`, also when the host itself acts
 //! ahead of time, `sim::ahead`: frames are written up to the time of the event being run,
@@ -34,11 +36,12 @@
 pub mod convert;
 pub mod events;
 pub mod frame;
+pub mod output;
 pub mod pcapng;
 
 use crate::engine::rng::SimRng;
 use crate::engine::time::SimTime;
-use crate::net::packet::{PacketHead, PacketPool};
+use crate::net::packet::{PacketHead, PacketPool, SackBlock};
 use crate::net::topology::Dest;
 use crate::scenario::AppConfig;
 use crate::sim::Simulation;
@@ -47,18 +50,16 @@ use crate::tcp::linux::sender::REQUEST_BYTES;
 use crate::tcp::rcvbuf::{RcvBufPolicy, RcvSpace, TCP_RMEM_MAX_BYTES};
 use events::EventLog;
 use frame::{ConnWire, Dir, Frame, HeaderTemplate};
+use output::FileOutput;
 use pcapng::{Direction, PcapngWriter};
 use serde::{Deserialize, Serialize};
-use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 
 /// Default bytes kept of each frame: every header (Ethernet 14 + IPv4 20 + TCP ≤ 60).
 pub const DEFAULT_SNAPLEN_BYTES: u32 = 128;
 /// Largest snap length (a full 64 KiB frame).
 pub const MAX_SNAPLEN_BYTES: u32 = 262_144;
-/// Output buffer per file.
-const WRITE_BUFFER_BYTES: usize = 1 << 20;
 /// The two capture points of a segment, as their files name them: where data enters it
 /// (towards the data sender) and where it leaves it.
 pub const SIDES: [&str; 2] = ["sender-side", "receiver-side"];
@@ -123,7 +124,7 @@ pub struct EventsReport {
     pub records: u64,
 }
 
-type Out = BufWriter<File>;
+type Out = FileOutput;
 
 /// One capture file.
 struct Capture {
@@ -133,57 +134,88 @@ struct Capture {
     side: &'static str,
 }
 
+impl Capture {
+    /// Write the frame of packet `p` (SACK blocks `sacks`) seen at `t_ns` going `dir`.
+    #[inline]
+    fn write(
+        &mut self,
+        framer: &Framer,
+        t_ns: u64,
+        dir: Direction,
+        p: &PacketHead,
+        sacks: &[SackBlock],
+    ) -> Result<(), String> {
+        let start = self.writer.start_packet(t_ns);
+        let orig_len = framer.build(p, sacks, self.writer.frame_buf());
+        self.writer
+            .finish_packet(start, orig_len, Some(dir))
+            .map_err(|e| format!("cannot write {}: {e}", self.path.display()))
+    }
+}
+
 /// `Tracer::ahead`'s two ways: frames leaving a link, frames entering one.
 const EGRESS: usize = 0;
 const INGRESS: usize = 1;
+/// The direction of the packets of each way at a capture point: leaving a link is arriving
+/// at the capture point behind it, entering one leaving the point in front of it.
+const WAY_DIRECTION: [Direction; 2] = [Direction::Inbound, Direction::Outbound];
 
-/// Packets of one capture seen ahead of their time one way, in time order: their whole
-/// pcapng blocks one after another in `bytes`, each one's time and end in `blocks`; those
-/// before `next` (and their bytes, before `head`) are written.
+/// What `AheadQueue::first` says of an empty queue: no packet is seen this late (a run
+/// ends before it).
+const NONE_DUE: u64 = u64::MAX;
+
+/// Packets of one capture seen ahead of their time one way, in time order: each one's time
+/// and a copy of its head as it was then (a later hop may change the packet), with the
+/// SACK blocks of those that carry some. Its frame is built when it is written, straight
+/// into the file's buffer.
 #[derive(Default)]
 struct AheadQueue {
-    bytes: Vec<u8>,
-    head: usize,
-    blocks: Vec<(u64, usize)>,
-    next: usize,
+    times: VecDeque<u64>,
+    heads: VecDeque<PacketHead>,
+    sacks: VecDeque<[SackBlock; 4]>,
 }
 
-/// Blocks written from an `AheadQueue` that still holds others, beyond which they are
-/// dropped from its front (when they are at least half of it: each moves at most once).
-const AHEAD_COMPACT_BLOCKS: usize = 1 << 10;
-
 impl AheadQueue {
-    /// The time of the first block not yet written.
+    /// The time of the first packet not yet written (`NONE_DUE`: none).
     #[inline]
-    fn first(&self) -> Option<u64> {
-        self.blocks.get(self.next).map(|b| b.0)
+    fn first(&self) -> u64 {
+        self.times.front().copied().unwrap_or(NONE_DUE)
     }
 
-    /// Keep the block just built at the end of `bytes`, seen at `t_ns`.
+    /// Keep packet `idx` of `pool`, seen at `t_ns`.
     #[inline]
-    fn push(&mut self, t_ns: u64) {
-        debug_assert!(self.blocks.last().is_none_or(|b| b.0 <= t_ns));
-        self.blocks.push((t_ns, self.bytes.len()));
+    fn push(&mut self, t_ns: u64, idx: u32, pool: &PacketPool) {
+        debug_assert!(self.times.back().is_none_or(|&t| t <= t_ns) && t_ns < NONE_DUE);
+        let head = pool.get(idx);
+        if head.n_sack > 0 {
+            let mut blocks = [SackBlock::default(); 4];
+            let sacks = pool.sacks(idx);
+            blocks[..sacks.len()].copy_from_slice(sacks);
+            self.sacks.push_back(blocks);
+        }
+        self.times.push_back(t_ns);
+        self.heads.push_back(*head);
     }
 
-    /// The first block not yet written, now written: drop it.
+    /// The first packet not yet written: its head and SACK blocks.
+    #[inline]
+    fn front(&self) -> (&PacketHead, &[SackBlock]) {
+        let head = self.heads.front().expect("a time has its head");
+        let sacks = match head.n_sack {
+            0 => &[][..],
+            n => &self.sacks.front().expect("kept with its head")[..n as usize],
+        };
+        (head, sacks)
+    }
+
+    /// The first packet, now written: drop it.
     #[inline]
     fn pop(&mut self) {
-        self.head = self.blocks[self.next].1;
-        self.next += 1;
-        if self.next == self.blocks.len() {
-            self.bytes.clear();
-            self.blocks.clear();
-            self.head = 0;
-            self.next = 0;
-        } else if self.next >= AHEAD_COMPACT_BLOCKS && 2 * self.next >= self.blocks.len() {
-            self.bytes.drain(..self.head);
-            self.blocks.drain(..self.next);
-            for b in &mut self.blocks {
-                b.1 -= self.head;
+        self.times.pop_front();
+        if let Some(head) = self.heads.pop_front() {
+            if head.n_sack > 0 {
+                self.sacks.pop_front();
             }
-            self.head = 0;
-            self.next = 0;
         }
     }
 }
@@ -219,9 +251,9 @@ impl Framer {
         flow != u32::MAX && self.flows[flow as usize]
     }
 
-    /// Append traced packet `idx`'s frame to `buf`; its length on the wire.
-    fn build(&self, idx: u32, pool: &PacketPool, buf: &mut Vec<u8>) -> u32 {
-        let p: &PacketHead = pool.get(idx);
+    /// Append the frame of traced packet `p`, with SACK blocks `sacks`, to `buf`; its
+    /// length on the wire.
+    fn build(&self, p: &PacketHead, sacks: &[SackBlock], buf: &mut Vec<u8>) -> u32 {
         let route = p.route as usize;
         let n_routes = 2 * self.wires.len();
         let mut f = Frame::new(buf);
@@ -232,7 +264,7 @@ impl Framer {
                 Dir::ToSender
             };
             let tpl = &self.templates[route / 2][dir.index()];
-            self.wires[route / 2].tcp_frame(tpl, p, pool.sacks(idx), dir, self.snaplen, &mut f);
+            self.wires[route / 2].tcp_frame(tpl, p, sacks, dir, self.snaplen, &mut f);
         } else {
             let flow = self.udp_route_flow[route - n_routes];
             frame::udp_frame(flow, p, self.snaplen, &mut f);
@@ -241,11 +273,11 @@ impl Framer {
     }
 }
 
-/// Which capture a link's ingress and egress feed, and the direction packets have there.
+/// Which capture a link's ingress and egress feed.
 #[derive(Copy, Clone, Default)]
 struct Tap {
-    ingress: Option<(u16, Direction)>,
-    egress: Option<(u16, Direction)>,
+    ingress: Option<u16>,
+    egress: Option<u16>,
 }
 
 /// The observer of one run.
@@ -259,6 +291,9 @@ pub struct Tracer {
     /// Per capture: packets seen leaving a link ahead of their time (`egress_ahead`), and
     /// entering one (`set_passing`).
     ahead: Vec<[AheadQueue; 2]>,
+    /// Per capture: the time of its first packet kept ahead (`NONE_DUE`: none), so that
+    /// most calls of `write_ahead` cost one comparison.
+    due_ns: Vec<u64>,
     /// While a packet is passed on ahead of its time, the time of the event being run (what
     /// the packet enters is seen ahead).
     passing: Option<SimTime>,
@@ -267,9 +302,7 @@ pub struct Tracer {
 }
 
 fn create(path: &Path) -> Result<Out, String> {
-    File::create(path)
-        .map(|f| BufWriter::with_capacity(WRITE_BUFFER_BYTES, f))
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    FileOutput::create(path).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 /// The headers connection `c` shows (see `frame`).
@@ -411,8 +444,8 @@ impl Tracer {
                     let writer = PcapngWriter::new(create(&path)?, &header)
                         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
                     let id = captures.len() as u16;
-                    taps[ingress_link as usize].ingress = Some((id, Direction::Outbound));
-                    taps[egress_link as usize].egress = Some((id, Direction::Inbound));
+                    taps[ingress_link as usize].ingress = Some(id);
+                    taps[egress_link as usize].egress = Some(id);
                     captures.push(Capture {
                         writer,
                         path,
@@ -457,6 +490,7 @@ impl Tracer {
             },
             taps,
             ahead: captures.iter().map(|_| Default::default()).collect(),
+            due_ns: vec![NONE_DUE; captures.len()],
             passing: None,
             captures,
             events,
@@ -472,11 +506,11 @@ impl Tracer {
     /// Packet `idx` is offered to `link` (ahead of time while passing on: `set_passing`).
     #[inline]
     pub fn ingress(&mut self, now: SimTime, link: u32, idx: u32, pool: &PacketPool) {
-        if let Some((cap, dir)) = self.taps[link as usize].ingress {
+        if let Some(cap) = self.taps[link as usize].ingress {
             if self.passing.is_some() {
-                self.keep_ahead(now, cap, dir, INGRESS, idx, pool);
+                self.keep_ahead(now, cap, INGRESS, idx, pool);
             } else {
-                self.capture(now, cap, dir, idx, pool);
+                self.capture(now, cap, INGRESS, idx, pool);
             }
         }
     }
@@ -493,31 +527,23 @@ impl Tracer {
     /// Packet `idx` reaches the far end of `link`.
     #[inline]
     pub fn egress(&mut self, now: SimTime, link: u32, idx: u32, pool: &PacketPool) {
-        if let Some((cap, dir)) = self.taps[link as usize].egress {
-            self.capture(now, cap, dir, idx, pool);
+        if let Some(cap) = self.taps[link as usize].egress {
+            self.capture(now, cap, EGRESS, idx, pool);
         }
     }
 
     /// Packet `idx` leaves `link` at `at`, which is later than the events written so far
-    /// (`Simulation::on_wire`): its frame is kept until its capture file reaches `at`.
+    /// (`Simulation::on_wire`): it is kept until its capture file reaches `at`.
     #[inline]
     pub fn egress_ahead(&mut self, at: SimTime, link: u32, idx: u32, pool: &PacketPool) {
-        if let Some((cap, dir)) = self.taps[link as usize].egress {
-            self.keep_ahead(at, cap, dir, EGRESS, idx, pool);
+        if let Some(cap) = self.taps[link as usize].egress {
+            self.keep_ahead(at, cap, EGRESS, idx, pool);
         }
     }
 
-    /// Keep packet `idx`'s frame, seen at `at` ahead of the events written so far, in
-    /// capture `cap`'s packets ahead of `way` (`EGRESS`, `INGRESS`).
-    fn keep_ahead(
-        &mut self,
-        at: SimTime,
-        cap: u16,
-        dir: Direction,
-        way: usize,
-        idx: u32,
-        pool: &PacketPool,
-    ) {
+    /// Keep packet `idx`, seen at `at` ahead of the events written so far, in capture
+    /// `cap`'s packets ahead of `way` (`EGRESS`, `INGRESS`).
+    fn keep_ahead(&mut self, at: SimTime, cap: u16, way: usize, idx: u32, pool: &PacketPool) {
         if self.error.is_some() || !self.in_window(at) {
             return;
         }
@@ -527,53 +553,61 @@ impl Tracer {
             // at the end would grow with the run when every frame of a capture is seen ahead
             self.write_ahead(cap as usize, seen.ns());
         }
-        if !self.framer.traced(pool.get(idx)) {
-            return;
+        if self.framer.traced(pool.get(idx)) {
+            self.ahead[cap as usize][way].push(at.ns(), idx, pool);
+            let due = &mut self.due_ns[cap as usize];
+            *due = (*due).min(at.ns());
         }
-        let q = &mut self.ahead[cap as usize][way];
-        let start = pcapng::begin_epb(&mut q.bytes, at.ns());
-        let orig_len = self.framer.build(idx, pool, &mut q.bytes);
-        let snaplen = self.framer.snaplen as u32;
-        pcapng::end_epb(&mut q.bytes, start, snaplen, orig_len, Some(dir));
-        q.push(at.ns());
     }
 
-    fn capture(&mut self, now: SimTime, cap: u16, d: Direction, idx: u32, pool: &PacketPool) {
+    /// Write packet `idx`'s frame, seen at `now` going `way`, to capture `cap`.
+    fn capture(&mut self, now: SimTime, cap: u16, way: usize, idx: u32, pool: &PacketPool) {
         if self.error.is_some() || !self.in_window(now) || !self.framer.traced(pool.get(idx)) {
             return;
         }
         self.write_ahead(cap as usize, now.ns());
         let c = &mut self.captures[cap as usize];
-        let start = c.writer.start_packet(now.ns());
-        let orig_len = self.framer.build(idx, pool, c.writer.frame_buf());
-        if let Err(e) = c.writer.finish_packet(start, orig_len, Some(d)) {
-            self.error = Some(format!("cannot write {}: {e}", c.path.display()));
+        let dir = WAY_DIRECTION[way];
+        if let Err(e) = c.write(&self.framer, now.ns(), dir, pool.get(idx), pool.sacks(idx)) {
+            self.error = Some(e);
         }
     }
 
     /// Write capture `cap`'s packets seen ahead whose time is `t_ns` or before, in time
     /// order; of two in the same nanosecond the one leaving a link first (as a frame seen
     /// ahead is written before one captured as it happens).
+    #[inline]
     fn write_ahead(&mut self, cap: usize, t_ns: u64) {
+        if t_ns >= self.due_ns[cap] {
+            self.write_ahead_due(cap, t_ns);
+        }
+    }
+
+    /// `write_ahead` when some packet kept ahead is due.
+    fn write_ahead_due(&mut self, cap: usize, t_ns: u64) {
         let c = &mut self.captures[cap];
         let ahead = &mut self.ahead[cap];
+        let mut first = [ahead[EGRESS].first(), ahead[INGRESS].first()];
         while self.error.is_none() {
-            let way = match (ahead[EGRESS].first(), ahead[INGRESS].first()) {
-                (Some(e), Some(i)) if e <= i => EGRESS,
-                (Some(_), None) => EGRESS,
-                (_, Some(_)) => INGRESS,
-                (None, None) => break,
+            let way = if first[EGRESS] <= first[INGRESS] {
+                EGRESS
+            } else {
+                INGRESS
             };
-            let q = &mut ahead[way];
-            let (t, end) = q.blocks[q.next];
-            if t > t_ns {
+            let t = first[way];
+            // (`NONE_DUE` is after every time asked for, `finish`'s included)
+            if t > t_ns || t == NONE_DUE {
                 break;
             }
-            if let Err(e) = c.writer.push_block(&q.bytes[q.head..end]) {
-                self.error = Some(format!("cannot write {}: {e}", c.path.display()));
+            let q = &mut ahead[way];
+            let (head, sacks) = q.front();
+            if let Err(e) = c.write(&self.framer, t, WAY_DIRECTION[way], head, sacks) {
+                self.error = Some(e);
             }
             q.pop();
+            first[way] = q.first();
         }
+        self.due_ns[cap] = first[EGRESS].min(first[INGRESS]);
     }
 
     /// The data sender of `conn` acted at `now`, sending `sent`, while the event of time
@@ -610,11 +644,9 @@ impl Tracer {
         let mut captures = Vec::new();
         for c in self.captures {
             let (packets, bytes) = (c.writer.packets, c.writer.bytes);
-            let mut out = c
-                .writer
+            c.writer
                 .finish()
-                .map_err(|e| format!("cannot write {}: {e}", c.path.display()))?;
-            out.flush()
+                .and_then(FileOutput::finish)
                 .map_err(|e| format!("cannot write {}: {e}", c.path.display()))?;
             captures.push(CaptureReport {
                 path: c.path.display().to_string(),
@@ -628,6 +660,7 @@ impl Tracer {
             Some((log, path)) => {
                 let records = log.records;
                 log.finish()
+                    .and_then(FileOutput::finish)
                     .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
                 Some(EventsReport {
                     path: path.display().to_string(),

@@ -1,9 +1,10 @@
 //! A pcapng writer (draft-ietf-opsawg-pcapng): one Section Header Block, one Interface
 //! Description Block with nanosecond timestamps (`if_tsresol` = 9), then one Enhanced
-//! Packet Block per packet, written as they come (a megabyte at a time: memory stays
-//! bounded whatever the run's length). Little-endian, as the byte-order magic says; every block and
-//! option is padded to 32 bits.
-use std::io::{self, Write};
+//! Packet Block per packet, written as they come (a megabyte at a time, handed to a
+//! `Sink`: memory stays bounded whatever the run's length). Little-endian, as the
+//! byte-order magic says; every block and option is padded to 32 bits.
+use super::output::Sink;
+use std::io;
 
 /// Block types.
 const SHB: u32 = 0x0A0D_0D0A;
@@ -79,7 +80,7 @@ const PENDING_BYTES: usize = 1 << 20;
 /// Start an Enhanced Packet Block seen at `t_ns` at the end of `b`: its head, with the
 /// lengths left to `end_epb`, which completes it once the frame's bytes follow. Returns
 /// where the block starts.
-pub fn begin_epb(b: &mut Vec<u8>, t_ns: u64) -> usize {
+fn begin_epb(b: &mut Vec<u8>, t_ns: u64) -> usize {
     let start = b.len();
     let mut head = [0u8; EPB_HEAD_BYTES];
     head[0..4].copy_from_slice(&EPB.to_le_bytes());
@@ -92,37 +93,37 @@ pub fn begin_epb(b: &mut Vec<u8>, t_ns: u64) -> usize {
 
 /// Complete the block `begin_epb` started at `start`: what follows its head is the frame's
 /// data (cut to `snaplen`) of a frame of `orig_len` bytes.
-pub fn end_epb(b: &mut Vec<u8>, start: usize, snaplen: u32, orig_len: u32, dir: Option<Direction>) {
+fn end_epb(b: &mut Vec<u8>, start: usize, snaplen: u32, orig_len: u32, dir: Option<Direction>) {
     let data_at = start + EPB_HEAD_BYTES;
     let cap = (b.len() - data_at).min(snaplen as usize);
     b.truncate(data_at + cap);
-    let pad = pad4(cap) - cap;
+    let padded = pad4(cap);
+    b.resize(data_at + padded, 0);
     let opts = if dir.is_some() { 12 } else { 0 };
-    let total = (EPB_HEAD_BYTES + cap + pad + opts + 4) as u32;
-    // the padding, the options (epb_flags with the direction, opt_endofopt) and the length
-    // again, in one piece
-    let mut tail = [0u8; 3 + 12 + 4];
-    if let Some(d) = dir {
-        tail[pad..pad + 2].copy_from_slice(&EPB_FLAGS.to_le_bytes());
-        tail[pad + 2..pad + 4].copy_from_slice(&4u16.to_le_bytes());
-        tail[pad + 4..pad + 8].copy_from_slice(&(d as u32).to_le_bytes());
+    let total = (EPB_HEAD_BYTES + padded + opts + 4) as u32;
+    match dir {
+        Some(d) => {
+            // flags option, end of options, block length: every field at a fixed place, so
+            // the tail is assembled in registers and stored whole
+            let mut tail = [0u8; 16];
+            tail[0..2].copy_from_slice(&EPB_FLAGS.to_le_bytes());
+            tail[2..4].copy_from_slice(&4u16.to_le_bytes());
+            tail[4..8].copy_from_slice(&(d as u32).to_le_bytes());
+            tail[12..16].copy_from_slice(&total.to_le_bytes());
+            b.extend_from_slice(&tail);
+        }
+        None => b.extend_from_slice(&total.to_le_bytes()),
     }
-    let end = pad + opts;
-    tail[end..end + 4].copy_from_slice(&total.to_le_bytes());
-    // all of it, then back to its length: a copy of a fixed size is a few moves
-    b.extend_from_slice(&tail);
-    b.truncate(b.len() - (tail.len() - (end + 4)));
     b[start + 4..start + 8].copy_from_slice(&total.to_le_bytes());
     b[start + 20..start + 24].copy_from_slice(&(cap as u32).to_le_bytes());
     b[start + 24..start + 28].copy_from_slice(&orig_len.to_le_bytes());
 }
 
 /// A pcapng file being written. Blocks gather in `pending` and go to the output a
-/// megabyte at a time: a frame is built in place there (`start_packet`), or a block built
-/// earlier is copied in once (`push_block`). A writer dropped unfinished (its run was
-/// interrupted) still hands its output the whole blocks it gathered, as a `BufWriter` does:
-/// the file ends with the last packet written.
-pub struct PcapngWriter<W: Write> {
+/// megabyte at a time; a frame is built in place there (`start_packet`). A writer dropped
+/// unfinished (its run was interrupted) still hands its output the whole blocks it
+/// gathered, as a `BufWriter` does: the file ends with the last packet written.
+pub struct PcapngWriter<W: Sink> {
     /// `None` once `finish` took it.
     out: Option<W>,
     pending: Vec<u8>,
@@ -131,7 +132,7 @@ pub struct PcapngWriter<W: Write> {
     pub bytes: u64,
 }
 
-impl<W: Write> PcapngWriter<W> {
+impl<W: Sink> PcapngWriter<W> {
     /// Write the section header and the interface description.
     pub fn new(out: W, h: &Header<'_>) -> io::Result<Self> {
         let mut buf = Vec::with_capacity(PENDING_BYTES + 4096);
@@ -207,40 +208,30 @@ impl<W: Write> PcapngWriter<W> {
         self.written(start)
     }
 
-    /// One packet whose whole block (`begin_epb` .. `end_epb`) was built earlier.
-    pub fn push_block(&mut self, block: &[u8]) -> io::Result<()> {
-        let start = self.pending.len();
-        self.pending.extend_from_slice(block);
-        self.written(start)
-    }
-
     fn written(&mut self, start: usize) -> io::Result<()> {
         self.packets += 1;
         self.bytes += (self.pending.len() - start) as u64;
         if self.pending.len() >= PENDING_BYTES {
             let out = self.out.as_mut().expect("written to until finished");
-            out.write_all(&self.pending)?;
-            self.pending.clear();
+            out.put(&mut self.pending)?;
         }
         Ok(())
     }
 
-    /// Flush and hand back the output.
+    /// Hand the output the last blocks, and the output back.
     pub fn finish(mut self) -> io::Result<W> {
         let mut out = self.out.take().expect("finished once");
-        out.write_all(&self.pending)?;
-        self.pending.clear();
-        out.flush()?;
+        out.put(&mut self.pending)?;
         Ok(out)
     }
 }
 
-impl<W: Write> Drop for PcapngWriter<W> {
+impl<W: Sink> Drop for PcapngWriter<W> {
     fn drop(&mut self) {
         if let Some(out) = self.out.as_mut() {
             // unfinished: the blocks gathered are whole; an error here has no one to tell
             // (the interrupted run reports its own)
-            let _ = out.write_all(&self.pending);
+            let _ = out.put(&mut self.pending);
         }
     }
 }
@@ -346,21 +337,5 @@ mod tests {
         // three blocks of 28 + 60 + 12 + 4 bytes: not a byte more or less
         assert_eq!(dropped_out.len(), 32 + 8 + 40 + 3 * 104);
         assert_eq!(dropped_out, expected);
-    }
-
-    #[test]
-    fn a_block_built_in_place_or_elsewhere_is_the_block_packet_writes() {
-        let data: Vec<u8> = (0..77).collect();
-        let mut a = PcapngWriter::new(Vec::new(), &header("")).unwrap();
-        a.packet(123_456_789_012, &data, 1514, Some(Direction::Inbound))
-            .unwrap();
-        let mut b = PcapngWriter::new(Vec::new(), &header("")).unwrap();
-        let mut block = Vec::new();
-        let at = begin_epb(&mut block, 123_456_789_012);
-        block.extend_from_slice(&data);
-        end_epb(&mut block, at, 96, 1514, Some(Direction::Inbound));
-        b.push_block(&block).unwrap();
-        assert_eq!((a.packets, a.bytes), (b.packets, b.bytes));
-        assert_eq!(a.finish().unwrap(), b.finish().unwrap());
     }
 }
