@@ -326,6 +326,25 @@ fn bad_trace_requests_are_one_line_errors() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+#[test]
+fn a_file_the_disk_refuses_midway_is_a_one_line_error_naming_it() {
+    // Linux's full device takes the file's creation and refuses every write (ENOSPC): the
+    // capture's writing thread stops on it, and the run reports it as its error
+    let full = Path::new("/dev/full");
+    assert!(full.exists(), "/dev/full is missing: this test needs Linux");
+    for name in ["bottleneck.receiver-side.pcapng", "events.bin"] {
+        let dir = tmpdir(&format!("full-{name}"));
+        std::os::unix::fs::symlink(full, dir.join(name)).unwrap();
+        let sp = trace_spec(&dir, true);
+        let e = api::run_traced(lossy_geo(20), &sp).unwrap_err();
+        let expected = format!("cannot write {}: ", dir.join(name).display());
+        assert!(e.starts_with(&expected), "{e}");
+        assert!(e.contains("No space left on device"), "{e}");
+        assert!(!e.contains('\n'));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
 /// Event records: (event kind, flow, segments, len).
 fn read_events(path: &Path) -> Vec<(u8, u32, u32, u32)> {
     let b = std::fs::read(path).unwrap();
