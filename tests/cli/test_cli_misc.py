@@ -137,6 +137,18 @@ def test_a_short_run_loads_neither_duckdb_nor_matplotlib(tmp_path: Path) -> None
     assert modules.isdisjoint(HEAVY), modules
 
 
+def test_a_traced_run_loads_only_what_its_files_need(tmp_path: Path) -> None:
+    scenario = SCENARIOS / "lan.toml"
+    _, modules = _loaded_by("run", str(scenario), "--duration", "100ms", "--pcap", str(tmp_path))
+    assert modules.isdisjoint(HEAVY), modules
+    # the event log is written as Parquet: pyarrow, and nothing else heavy
+    events = tmp_path / "events.parquet"
+    _, modules = _loaded_by("run", str(scenario), "--duration", "100ms", "--events", str(events))
+    assert "pyarrow" in modules
+    assert modules.isdisjoint(set(HEAVY) - {"pyarrow"}), modules
+    assert events.stat().st_size > 0
+
+
 def test_validate_scenario_is_the_old_name_of_check(write_toml: Callable[[str], Path]) -> None:
     path = write_toml(GEO_TOML)
     old, new = run_cli("validate-scenario", str(path)), run_cli("check", str(path))

@@ -21,9 +21,9 @@ import pandas as pd  # type: ignore[import-untyped]
 
 from ..errors import ScenarioError
 from ..files import check_regular, disk_full, is_disk_full
+from .provenance import PARQUET_KEY
 
 EXPORT_FORMATS: Final = ("csv", "parquet", "json")
-PARQUET_KEY: Final = b"tcplab.results.provenance"
 
 
 def format_of(path: str | os.PathLike[str]) -> str | None:

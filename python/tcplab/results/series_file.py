@@ -163,7 +163,8 @@ def convert(
     """Write the series file `source` to `target` (`.parquet` or `.csv`, by extension) with
     `provenance`, a chunk at a time. The file appears whole or not at all; a write that
     fails (a full disk) is a one-line error naming `option` and the file."""
-    from .export import PARQUET_KEY, _atomic
+    from .export import _atomic
+    from .provenance import PARQUET_KEY
     from .series import empty_series
 
     path = Path(target)

@@ -58,10 +58,40 @@ def _dtype() -> Any:
     )
 
 
+def _column(values: Any, arrow: Any, nulls: Any = None) -> Any:
+    """A numpy array as an Arrow array of type `arrow` (of the same width), null where
+    `nulls`. Built from its buffers: `pyarrow.array` imports pandas (0.2 s) to inspect what
+    it is given, and a traced `tcplab run` has no other use for it."""
+    import numpy as np
+    import pyarrow as pa  # type: ignore[import-untyped]
+
+    values = np.ascontiguousarray(values)
+    validity, null_count = None, 0
+    if nulls is not None and nulls.any():
+        validity = pa.py_buffer(np.packbits(~nulls, bitorder="little"))
+        null_count = int(nulls.sum())
+    return pa.Array.from_buffers(
+        arrow, len(values), [validity, pa.py_buffer(values)], null_count=null_count
+    )
+
+
+def _strings(texts: list[str]) -> Any:
+    """A list of texts as an Arrow string array (from its buffers, as `_column`)."""
+    import numpy as np
+    import pyarrow as pa
+
+    encoded = [t.encode() for t in texts]
+    offsets = np.zeros(len(encoded) + 1, np.int32)
+    np.cumsum([len(e) for e in encoded], out=offsets[1:])
+    return pa.Array.from_buffers(
+        pa.string(), len(encoded), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
+    )
+
+
 def _table(chunk: Any) -> Any:
     """One chunk of raw records as an Arrow table in `COLUMNS`."""
     import numpy as np
-    import pyarrow as pa  # type: ignore[import-untyped]
+    import pyarrow as pa
 
     fmt = trace_format()["events"]
     none = {f["name"]: f["none"] for f in fmt["fields"]}
@@ -69,29 +99,29 @@ def _table(chunk: Any) -> Any:
     def nullable(name: str, arrow: Any) -> Any:
         values = chunk[name]
         mask = values == none[name] if none[name] is not None else None
-        return pa.array(values.astype(np.int64), type=arrow, mask=mask)
+        return _column(values.astype(np.int64), arrow, mask)
 
     def names(name: str, table: list[str]) -> Any:
         codes = chunk[name].astype(np.int32)
-        mask = codes == none[name] if none[name] is not None else np.zeros(len(codes), bool)
-        indices = pa.array(np.where(mask, 0, codes), type=pa.int32(), mask=mask)
-        return pa.DictionaryArray.from_arrays(indices, pa.array(table, type=pa.string()))
+        mask = codes == none[name] if none[name] is not None else None
+        indices = _column(codes if mask is None else np.where(mask, 0, codes), pa.int32(), mask)
+        return pa.DictionaryArray.from_arrays(indices, _strings(table))
 
     retrans = chunk["event"] == fmt["kinds"].index("retransmission")
     return pa.table(
         {
-            "t_ns": pa.array(chunk["t_ns"].astype(np.int64)),
-            "flow": pa.array(chunk["flow"].astype(np.int32)),
-            "leg": pa.array(chunk["leg"].astype(np.int8)),
+            "t_ns": _column(chunk["t_ns"].astype(np.int64), pa.int64()),
+            "flow": _column(chunk["flow"].astype(np.int32), pa.int32()),
+            "leg": _column(chunk["leg"].astype(np.int8), pa.int8()),
             "event": names("event", fmt["kinds"]),
-            "cwnd_bytes": pa.array(chunk["cwnd_bytes"].astype(np.int64)),
+            "cwnd_bytes": _column(chunk["cwnd_bytes"].astype(np.int64), pa.int64()),
             "ssthresh_bytes": nullable("ssthresh_bytes", pa.int64()),
             "ca_state": names("ca_state", fmt["ca_states"]),
             "pacing_rate_bps": nullable("pacing_rate_bps", pa.int64()),
             "cc_phase": names("cc_phase", fmt["phases"]),
-            "segments": pa.array(chunk["segments"].astype(np.int32)),
+            "segments": _column(chunk["segments"].astype(np.int32), pa.int32()),
             "seq_bytes": nullable("seq_bytes", pa.int64()),
-            "len_bytes": pa.array(chunk["len_bytes"].astype(np.int32), mask=~retrans),
+            "len_bytes": _column(chunk["len_bytes"].astype(np.int32), pa.int32(), ~retrans),
         }
     )
 
@@ -104,7 +134,7 @@ def to_parquet(
     import numpy as np
     import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
-    from ..results.export import PARQUET_KEY
+    from ..results.provenance import PARQUET_KEY
 
     dtype = _dtype()
     size = raw.stat().st_size
@@ -138,7 +168,7 @@ def read_events(path: str | os.PathLike[str]) -> tuple[Any, dict[str, Any], list
     """An event log: its rows (pandas), provenance and flows (id, cca, kind)."""
     import pyarrow.parquet as pq
 
-    from ..results.export import PARQUET_KEY
+    from ..results.provenance import PARQUET_KEY
 
     p = Path(path)
     try:
