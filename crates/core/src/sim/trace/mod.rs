@@ -16,12 +16,13 @@
 //! packet dropped on the segment — queue, error, outage, AQM — is in the sender-side file
 //! and not in the receiver-side one. Each capture point is one pcapng file with both
 //! directions (`<segment>.sender-side.pcapng`), so Wireshark's TCP analysis pairs data and
-//! ACKs; frames are built by `frame` and written by `pcapng` as they happen, each file
-//! going to disk from a thread of its own (`output`), so memory does not grow with the run
-//! and the disk writes overlap it. (A packet the event loop hands to the next link ahead of
-//! time, `Simulation::on_wire`, is seen leaving its link then, `egress_ahead`: a copy of
-//! its head waits, at most a link's worth of packets, until the file reaches its time, and
-//! its frame is built then, straight into the file's buffer. Likewise a
+//! ACKs. What a capture point sees goes, in batches and in the order seen, to a thread of
+//! the capture's own (`capture`), which builds the frames (`frame`) and writes them
+//! (`pcapng`); the event log goes to disk from a thread of its own too (`output`). So
+//! memory does not grow with the run, and building frames and writing files overlap the
+//! simulation. (A packet the event loop hands to the next link ahead of time,
+//! `Simulation::on_wire`, is seen leaving its link then, `egress_ahead`: a copy of its head
+//! waits, at most a link's worth of packets, until the file reaches its time. Likewise a
 //! packet a host passes on to the link behind its interface, `Simulation::forward_access`,
 //! is seen entering that link ahead of time, `set_passing`, also when the host itself acts
 //! ahead of time, `sim::ahead`: frames are written up to the time of the event being run,
@@ -33,6 +34,7 @@
 //! takes the flows and the window. Tracing only reads the simulation's state: the
 //! initial sequence numbers come from random substreams of their own, and a traced run's
 //! results are bit-identical to an untraced one's.
+pub mod capture;
 pub mod convert;
 pub mod events;
 pub mod frame;
@@ -48,13 +50,16 @@ use crate::sim::Simulation;
 use crate::tcp::connection::Connection;
 use crate::tcp::linux::sender::REQUEST_BYTES;
 use crate::tcp::rcvbuf::{RcvBufPolicy, RcvSpace, TCP_RMEM_MAX_BYTES};
+use capture::{CaptureThread, Framer};
 use events::EventLog;
-use frame::{ConnWire, Dir, Frame, HeaderTemplate};
+use frame::ConnWire;
 use output::FileOutput;
 use pcapng::{Direction, PcapngWriter};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
+use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Default bytes kept of each frame: every header (Ethernet 14 + IPv4 20 + TCP ≤ 60).
 pub const DEFAULT_SNAPLEN_BYTES: u32 = 128;
@@ -128,27 +133,24 @@ type Out = FileOutput;
 
 /// One capture file.
 struct Capture {
-    writer: PcapngWriter<Out>,
+    out: CaptureThread,
     path: PathBuf,
     segment: String,
     side: &'static str,
 }
 
 impl Capture {
-    /// Write the frame of packet `p` (SACK blocks `sacks`) seen at `t_ns` going `dir`.
+    /// Packet `p` (SACK blocks `sacks`) is seen at `t_ns` going `dir`.
     #[inline]
     fn write(
         &mut self,
-        framer: &Framer,
         t_ns: u64,
         dir: Direction,
         p: &PacketHead,
         sacks: &[SackBlock],
     ) -> Result<(), String> {
-        let start = self.writer.start_packet(t_ns);
-        let orig_len = framer.build(p, sacks, self.writer.frame_buf());
-        self.writer
-            .finish_packet(start, orig_len, Some(dir))
+        self.out
+            .push(t_ns, dir, p, sacks)
             .map_err(|e| format!("cannot write {}: {e}", self.path.display()))
     }
 }
@@ -220,59 +222,6 @@ impl AheadQueue {
     }
 }
 
-/// What a frame is built from: the traced flows and each connection's headers.
-struct Framer {
-    snaplen: usize,
-    /// Per user flow: traced?
-    flows: Vec<bool>,
-    /// Per connection: its flow, its headers and their templates.
-    conn_flow: Vec<u32>,
-    wires: Vec<ConnWire>,
-    templates: Vec<[HeaderTemplate; 2]>,
-    /// Flow of each UDP route (routes after the connections' two each).
-    udp_route_flow: Vec<u32>,
-}
-
-impl Framer {
-    /// Whether packet `p` is traced (not a flow filtered out, nor cross traffic).
-    #[inline]
-    fn traced(&self, p: &PacketHead) -> bool {
-        let route = p.route as usize;
-        let n_routes = 2 * self.wires.len();
-        if route < n_routes {
-            return self.flows[self.conn_flow[route / 2] as usize];
-        }
-        // routes made during the run (TCP cross traffic's) are not captured either
-        let flow = self
-            .udp_route_flow
-            .get(route - n_routes)
-            .copied()
-            .unwrap_or(u32::MAX);
-        flow != u32::MAX && self.flows[flow as usize]
-    }
-
-    /// Append the frame of traced packet `p`, with SACK blocks `sacks`, to `buf`; its
-    /// length on the wire.
-    fn build(&self, p: &PacketHead, sacks: &[SackBlock], buf: &mut Vec<u8>) -> u32 {
-        let route = p.route as usize;
-        let n_routes = 2 * self.wires.len();
-        let mut f = Frame::new(buf);
-        if route < n_routes {
-            let dir = if route.is_multiple_of(2) {
-                Dir::ToReceiver
-            } else {
-                Dir::ToSender
-            };
-            let tpl = &self.templates[route / 2][dir.index()];
-            self.wires[route / 2].tcp_frame(tpl, p, sacks, dir, self.snaplen, &mut f);
-        } else {
-            let flow = self.udp_route_flow[route - n_routes];
-            frame::udp_frame(flow, p, self.snaplen, &mut f);
-        }
-        f.orig_len
-    }
-}
-
 /// Which capture a link's ingress and egress feed.
 #[derive(Copy, Clone, Default)]
 struct Tap {
@@ -284,7 +233,7 @@ struct Tap {
 pub struct Tracer {
     from_ns: u64,
     to_ns: u64,
-    framer: Framer,
+    framer: Arc<Framer>,
     taps: Vec<Tap>,
     captures: Vec<Capture>,
     events: Option<(EventLog<Out>, PathBuf)>,
@@ -392,7 +341,7 @@ impl Tracer {
             ));
         }
         let mut taps = vec![Tap::default(); topo.links.len()];
-        let mut captures = Vec::new();
+        let mut writers = Vec::new();
         if let Some(dir) = &spec.pcap_dir {
             let names: Vec<&str> = topo.segments.iter().map(|s| s.0.as_str()).collect();
             let chosen: Vec<usize> = if spec.links.is_empty() {
@@ -441,17 +390,13 @@ impl Tracer {
                         linktype: pcapng::LINKTYPE_ETHERNET,
                         snaplen: spec.snaplen_bytes,
                     };
-                    let writer = PcapngWriter::new(create(&path)?, &header)
+                    let writer = File::create(&path)
+                        .and_then(|f| PcapngWriter::new(f, &header))
                         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-                    let id = captures.len() as u16;
+                    let id = writers.len() as u16;
                     taps[ingress_link as usize].ingress = Some(id);
                     taps[egress_link as usize].egress = Some(id);
-                    captures.push(Capture {
-                        writer,
-                        path,
-                        segment: name.clone(),
-                        side,
-                    });
+                    writers.push((writer, path, name.clone(), side));
                 }
             }
         }
@@ -476,18 +421,30 @@ impl Tracer {
             .iter()
             .map(|c| conn_wire(sim.cfg.seed, c))
             .collect();
+        let framer = Arc::new(Framer {
+            snaplen: spec.snaplen_bytes as usize,
+            flows,
+            conn_flow: sim.conns.iter().map(|c| c.flow).collect(),
+            templates: wires.iter().map(ConnWire::templates).collect(),
+            wires,
+            udp_route_flow,
+        });
+        let mut captures = Vec::new();
+        for (writer, path, segment, side) in writers {
+            let out = CaptureThread::start(writer, Arc::clone(&framer))
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            captures.push(Capture {
+                out,
+                path,
+                segment,
+                side,
+            });
+        }
         Ok(Tracer {
             from_ns: spec.from_ns,
             // nothing at or after the end happens (a frame seen ahead may be due later)
             to_ns: to_ns.min(sim.end.ns()),
-            framer: Framer {
-                snaplen: spec.snaplen_bytes as usize,
-                flows,
-                conn_flow: sim.conns.iter().map(|c| c.flow).collect(),
-                templates: wires.iter().map(ConnWire::templates).collect(),
-                wires,
-                udp_route_flow,
-            },
+            framer,
             taps,
             ahead: captures.iter().map(|_| Default::default()).collect(),
             due_ns: vec![NONE_DUE; captures.len()],
@@ -568,7 +525,7 @@ impl Tracer {
         self.write_ahead(cap as usize, now.ns());
         let c = &mut self.captures[cap as usize];
         let dir = WAY_DIRECTION[way];
-        if let Err(e) = c.write(&self.framer, now.ns(), dir, pool.get(idx), pool.sacks(idx)) {
+        if let Err(e) = c.write(now.ns(), dir, pool.get(idx), pool.sacks(idx)) {
             self.error = Some(e);
         }
     }
@@ -601,7 +558,7 @@ impl Tracer {
             }
             let q = &mut ahead[way];
             let (head, sacks) = q.front();
-            if let Err(e) = c.write(&self.framer, t, WAY_DIRECTION[way], head, sacks) {
+            if let Err(e) = c.write(t, WAY_DIRECTION[way], head, sacks) {
                 self.error = Some(e);
             }
             q.pop();
@@ -643,10 +600,9 @@ impl Tracer {
         }
         let mut captures = Vec::new();
         for c in self.captures {
-            let (packets, bytes) = (c.writer.packets, c.writer.bytes);
-            c.writer
+            let (packets, bytes) = c
+                .out
                 .finish()
-                .and_then(FileOutput::finish)
                 .map_err(|e| format!("cannot write {}: {e}", c.path.display()))?;
             captures.push(CaptureReport {
                 path: c.path.display().to_string(),

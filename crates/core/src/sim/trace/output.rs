@@ -1,13 +1,14 @@
 //! Where a trace file's bytes go: whole buffers (a megabyte of pcapng blocks or of event
 //! records) handed to a `Sink`.
 //!
-//! A `FileOutput` writes them on a thread of its own, so a traced run's disk writes — the
-//! kernel copying every byte into the page cache — overlap its simulation instead of adding
-//! to it. The run hands a full buffer over and takes back an empty one the thread is done
-//! with, so no byte is copied on the way. At most `QUEUED_BUFFERS` full buffers wait: a run
-//! that fills them faster than the disk takes them waits for it, and memory stays bounded.
-//! The file receives exactly the bytes handed over, in the order handed over; a write error
-//! ends the thread, and the next hand-over or the end of the file reports it.
+//! A `FileOutput` (the event log's) writes them on a thread of its own, so a traced run's
+//! disk writes — the kernel copying every byte into the page cache — overlap its
+//! simulation instead of adding to it. Small writes are gathered into a buffer; a full one
+//! is handed over whole (`put`), and an empty one the thread is done with taken back. At
+//! most `QUEUED_BUFFERS` full buffers wait: a run that fills them faster than the disk
+//! takes them waits for it, and memory stays bounded. The file receives exactly the bytes
+//! handed over, in the order handed over; a write error ends the thread, and the next
+//! hand-over or the end of the file reports it.
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::mem;
@@ -40,6 +41,15 @@ impl Sink for Vec<u8> {
 impl Sink for &mut Vec<u8> {
     fn put(&mut self, buf: &mut Vec<u8>) -> io::Result<()> {
         (**self).put(buf)
+    }
+}
+
+/// Written on the calling thread, a buffer at a time.
+impl Sink for File {
+    fn put(&mut self, buf: &mut Vec<u8>) -> io::Result<()> {
+        self.write_all(buf)?;
+        buf.clear();
+        Ok(())
     }
 }
 
