@@ -3,7 +3,7 @@ the physical bounds of the path (the speed itself is measured by `make bench`, n
 
 from __future__ import annotations
 
-from tcplab.tools.scaling import dumbbell, measure
+from tcplab.tools.scaling import ScalePoint, dumbbell, measure, scaling_targets
 
 
 def test_a_dumbbell_has_the_asked_flows_rate_and_length() -> None:
@@ -29,3 +29,30 @@ def test_a_point_counts_what_the_link_can_carry() -> None:
     assert 0 < point.events <= 8 * point.delivered_pkts
     assert point.cpu_s > 0
     assert point.peak_rss_mib >= point.base_rss_mib > 0
+
+
+def _point(axis: str, flows: int, rate: str, cpu_s: float, pkts: float) -> ScalePoint:
+    return ScalePoint(axis, flows, rate, "60 s", "1000 ms", cpu_s, int(2 * pkts), pkts, 10, 5)
+
+
+def test_the_scaling_targets_compare_cpu_per_delivered_packet() -> None:
+    points = [
+        _point("flows", 1, "1000 Mbit/s", 0.5, 5e6),  # 100 ns a packet
+        _point("flows", 1_000, "1000 Mbit/s", 1.0, 5e6),  # 200 ns: twice as much
+        _point("flows", 10_000, "1000 Mbit/s", 0.7, 5e6),  # 140 ns: 1.4 times
+        _point("rate", 10, "100 Mbit/s", 0.1, 0.5e6),  # 200 ns
+        _point("rate", 10, "10000 Mbit/s", 6.0, 50e6),  # 120 ns: 0.6 times
+    ]
+    targets = scaling_targets(points)
+    assert [t.what for t in targets] == [
+        "scaling target, 1,000 flows against one, CPU per delivered packet",
+        "scaling target, 10,000 flows against one, CPU per delivered packet",
+        "scaling target, 10000 Mbit/s against 100 Mbit/s, CPU per delivered packet",
+    ]
+    assert [round(t.measured, 6) for t in targets] == [2.0, 1.4, 0.6]
+    assert [t.met for t in targets] == [False, True, True]
+    assert targets[0].describe().endswith("2.00 x (target <= 1.50 x): missed")
+    # the events per delivered packet: 2 per packet in these points
+    assert points[0].events_per_pkt == 2
+    # a table without its reference points states no target
+    assert scaling_targets(points[1:3]) == []

@@ -34,7 +34,7 @@ from ..results.provenance import git_commit
 from ..runner import run_scenario
 from ..scenario.load import load_scenario
 from .demo import builtin_scenario
-from .scaling import print_scaling, run_scaling
+from .scaling import print_scaling, run_scaling, scaling_targets
 from .studybench import print_study_benchmarks, run_study_benchmarks, study_targets
 from .trace_bench import describe as describe_trace
 from .trace_bench import run_trace_benchmark
@@ -263,6 +263,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     scaling = [] if args.no_scaling else run_scaling(args.duration)
     if scaling:
         print_scaling(scaling)
+        for target in scaling_targets(scaling):
+            print(target.describe())
     studies = (
         []
         if args.no_study
@@ -290,6 +292,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "geo_run_process_s": geo_process_s,
         "tracing": {**asdict(trace), "null_ratio": trace.null_ratio},
         "scaling": [point.as_dict() for point in scaling],
+        "scaling_targets": [{**asdict(t), "met": t.met} for t in scaling_targets(scaling)],
         "startup": [{**asdict(row), "above_baseline_s": row.above_baseline_s} for row in startup],
     }
     write_json(report, out_dir / "bench.json")

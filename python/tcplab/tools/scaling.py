@@ -27,6 +27,7 @@ from typing import Any, Final
 from ..limits import LIMITS
 from ..scenario.load import load_scenario
 from ..scenario.normalize import normalize
+from .studybench import Target
 
 #: One flow table holds at most this many flows in the table below (any count works; the
 #: split only keeps each table readable).
@@ -40,6 +41,15 @@ RATES: Final = ("4Mbps", "100Mbps", "1Gbps", "10Gbps")
 #: Flows on the rate axis: ten, so that even 10 Gbit/s is filled with Linux's default
 #: receive buffers (6 MiB each against a 50 MB bandwidth-delay product).
 RATE_FLOWS: Final = 10
+#: The scaling goal: a delivered packet costs at most this many times as much CPU at 1,000
+#: and at 10,000 flows as for one flow, and at 10 Gbit/s as at 100 Mbit/s.
+MAX_COST_RATIO: Final = 1.5
+#: The points the goal compares: (axis, flows, bottleneck) of the point, of its reference.
+TARGETS: Final = (
+    (("flows", 1_000, "1000 Mbit/s"), ("flows", 1, "1000 Mbit/s")),
+    (("flows", 10_000, "1000 Mbit/s"), ("flows", 1, "1000 Mbit/s")),
+    (("rate", RATE_FLOWS, "10000 Mbit/s"), ("rate", RATE_FLOWS, "100 Mbit/s")),
+)
 #: The run-length axis: one GEO flow (4 Mbit/s, 250 ms one way) with a 10 ms series.
 DURATIONS: Final = ("60s", "600s", "3600s")
 DURATION_INTERVAL: Final = "10ms"
@@ -99,6 +109,10 @@ class ScalePoint:
         return self.events / self.cpu_s if self.cpu_s > 0 else float("nan")
 
     @property
+    def events_per_pkt(self) -> float:
+        return self.events / self.delivered_pkts if self.delivered_pkts > 0 else float("nan")
+
+    @property
     def run_rss_mib(self) -> float:
         """Peak RSS above what the interpreter held before the run."""
         return self.peak_rss_mib - self.base_rss_mib
@@ -115,6 +129,7 @@ class ScalePoint:
             "delivered_pkts": self.delivered_pkts,
             "delivered_pkts_per_cpu_s": self.delivered_pkts_per_cpu_s,
             "events_per_cpu_s": self.events_per_cpu_s,
+            "events_per_pkt": self.events_per_pkt,
             "peak_rss_mib": self.peak_rss_mib,
             "run_rss_mib": self.run_rss_mib,
         }
@@ -182,6 +197,25 @@ def run_scaling(duration: str | None = None) -> list[ScalePoint]:
     return points
 
 
+def scaling_targets(points: Sequence[ScalePoint]) -> list[Target]:
+    """The scaling goal at each point of `TARGETS` the table has: its CPU per delivered
+    packet over its reference's (points of a shortened table are compared too)."""
+    by_key = {(p.axis, p.flows, p.rate): p for p in points}
+    out = []
+    for key, ref_key in TARGETS:
+        point, ref = by_key.get(key), by_key.get(ref_key)
+        if point is None or ref is None:
+            continue
+        ratio = ref.delivered_pkts_per_cpu_s / point.delivered_pkts_per_cpu_s
+        what = (
+            f"scaling target, {point.flows:,} flows against one"
+            if key[0] == "flows"
+            else f"scaling target, {point.rate} against {ref.rate}"
+        )
+        out.append(Target(f"{what}, CPU per delivered packet", ratio, MAX_COST_RATIO, True, "x"))
+    return out
+
+
 def print_scaling(points: Sequence[ScalePoint]) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -196,6 +230,7 @@ def print_scaling(points: Sequence[ScalePoint]) -> None:
         "CPU s",
         "delivered pkts/CPU-s",
         "events/CPU-s",
+        "events per pkt",
         "peak RSS MiB",
         "of it the run",
     )
@@ -211,6 +246,7 @@ def print_scaling(points: Sequence[ScalePoint]) -> None:
             f"{p.cpu_s:.2f}",
             f"{p.delivered_pkts_per_cpu_s:,.0f}",
             f"{p.events_per_cpu_s:,.0f}",
+            f"{p.events_per_pkt:.2f}",
             f"{p.peak_rss_mib:.0f}",
             f"{p.run_rss_mib:.0f}",
         )
