@@ -3,7 +3,7 @@ the physical bounds of the path (the speed itself is measured by `make bench`, n
 
 from __future__ import annotations
 
-from tcplab.tools.scaling import ScalePoint, dumbbell, measure, scaling_targets
+from tcplab.tools.scaling import ScalePoint, dumbbell, held_load, measure, scaling_targets
 
 
 def test_a_dumbbell_has_the_asked_flows_rate_and_length() -> None:
@@ -13,6 +13,15 @@ def test_a_dumbbell_has_the_asked_flows_rate_and_length() -> None:
     assert scenario["bottleneck"]["forward"]["rate_bps"] == 10_000_000_000
     assert scenario["bottleneck"]["forward"]["delay_ns"] == 20_000_000
     assert scenario["duration_ns"] == 5_000_000_000
+
+
+def test_a_held_load_point_gives_each_flow_a_gigabit() -> None:
+    scenario = held_load(3, "1s")
+    assert scenario["interval_ns"] == 100_000_000
+    assert len(scenario["flows"]) == 3
+    assert scenario["bottleneck"]["forward"]["rate_bps"] == 3_000_000_000
+    assert scenario["access"]["rate_bps"] == 3_000_000_000
+    assert scenario["duration_ns"] == 1_000_000_000
 
 
 def test_a_point_counts_what_the_link_can_carry() -> None:

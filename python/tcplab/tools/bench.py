@@ -238,6 +238,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--no-scaling", action="store_true", help="skip the scaling table (about a minute)"
     )
+    parser.add_argument(
+        "--held-load",
+        action="store_true",
+        help="add the held-load axis to the scaling table: n flows over n Gbit/s, for 10 to "
+        "10,000 flows (about a minute more, and 5 GiB of memory)",
+    )
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
@@ -260,7 +266,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"tcplab run geo-sat.toml (600 s simulated), whole process: {geo_process_s:.3f} s"
         " (best of 3)"
     )
-    scaling = [] if args.no_scaling else run_scaling(args.duration)
+    scaling = [] if args.no_scaling else run_scaling(args.duration, held=args.held_load)
     if scaling:
         print_scaling(scaling)
         for target in scaling_targets(scaling):

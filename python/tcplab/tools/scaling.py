@@ -50,6 +50,13 @@ TARGETS: Final = (
     (("flows", 10_000, "1000 Mbit/s"), ("flows", 1, "1000 Mbit/s")),
     (("rate", RATE_FLOWS, "10000 Mbit/s"), ("rate", RATE_FLOWS, "100 Mbit/s")),
 )
+#: The held-load axis (`python -m tcplab.tools.bench --held-load`; not in `make bench`: its
+#: 10,000-flow point takes about 40 CPU-s and 5 GiB): n flows over an n Gbit/s bottleneck with
+#: n Gbit/s access links, so each flow keeps the share, window and losses of one flow on
+#: 1 Gbit/s, and what grows with n is the flows alone.
+HELD_FLOW_COUNTS: Final = (10, 100, 1_000, 10_000)
+HELD_DURATION: Final = "600ms"
+HELD_INTERVAL: Final = "100ms"
 #: The run-length axis: one GEO flow (4 Mbit/s, 250 ms one way) with a 10 ms series.
 DURATIONS: Final = ("60s", "600s", "3600s")
 DURATION_INTERVAL: Final = "10ms"
@@ -135,9 +142,16 @@ class ScalePoint:
         }
 
 
-def dumbbell(flows: int, rate: str, duration: str, interval: str | None = None) -> dict[str, Any]:
+def dumbbell(
+    flows: int,
+    rate: str,
+    duration: str,
+    interval: str | None = None,
+    access_rate: str | None = None,
+) -> dict[str, Any]:
     """The normalized scenario of one point: `flows` CUBIC bulk flows over a `rate`, 20 ms
-    bottleneck (queue: the default 2 BDP)."""
+    bottleneck (queue: the default 2 BDP), with access links of `access_rate` (default: the
+    scenario default)."""
     tables = [
         {"cca": "cubic", "count": min(_TABLE_FLOWS, flows - start)}
         for start in range(0, flows, _TABLE_FLOWS)
@@ -151,7 +165,16 @@ def dumbbell(flows: int, rate: str, duration: str, interval: str | None = None) 
     }
     if interval is not None:
         raw["interval"] = interval
+    if access_rate is not None:
+        raw["access"] = {"rate": access_rate}
     return normalize(load_scenario(raw, []))
+
+
+def held_load(flows: int, duration: str = HELD_DURATION) -> dict[str, Any]:
+    """A point of the held-load axis: `flows` flows over `flows` Gbit/s (see
+    `HELD_FLOW_COUNTS`)."""
+    rate = f"{flows}Gbps"
+    return dumbbell(flows, rate, duration, HELD_INTERVAL, access_rate=rate)
 
 
 def geo(duration: str, interval: str) -> dict[str, Any]:
@@ -188,12 +211,15 @@ def measure(axis: str, scenario: dict[str, Any]) -> ScalePoint:
     )
 
 
-def run_scaling(duration: str | None = None) -> list[ScalePoint]:
-    """The three axes; `duration` shortens the flow and rate axes (default 60 s)."""
+def run_scaling(duration: str | None = None, held: bool = False) -> list[ScalePoint]:
+    """The three axes, and with `held` the held-load axis; `duration` shortens the flow and
+    rate axes (default 60 s)."""
     length = duration or "60s"
     points = [measure("flows", dumbbell(n, FLOWS_RATE, length)) for n in FLOW_COUNTS]
     points += [measure("rate", dumbbell(RATE_FLOWS, rate, length)) for rate in RATES]
     points += [measure("duration", geo(d, DURATION_INTERVAL)) for d in DURATIONS]
+    if held:
+        points += [measure("held load", held_load(n)) for n in HELD_FLOW_COUNTS]
     return points
 
 
