@@ -1,31 +1,22 @@
 //! Capture files, each written by a thread of its own.
 //!
 //! The run's thread decides what a capture point sees and in which order (`Tracer`). It
-//! hands the capture's thread batches of packets — each one's time, direction and a copy of
-//! its head and SACK blocks as they were then — and that thread builds their frames
-//! (`Framer`) and writes them. So on a machine with a core to spare, building frames and the
-//! kernel's copy of the file into the page cache overlap the simulation instead of adding to
-//! it. The run reuses the batches the thread is done with; at most `QUEUED_BATCHES` wait, and
-//! a run that fills them faster than its capture's thread empties them waits for it, so
-//! memory stays bounded. Frames are built and written in the order they were handed over:
-//! the file is the same as if the run's thread had written it. A write error ends the
-//! capture's thread; the next hand-over or the end of the capture reports it.
+//! hands the capture's thread (`handoff`) batches of packets — each one's time, direction
+//! and a copy of its head and SACK blocks as they were then — and that thread builds their
+//! frames (`Framer`) and writes them. So on a machine with a core to spare, building frames
+//! and the kernel's copy of the file into the page cache overlap the simulation instead of
+//! adding to it. Frames are built and written in the order they were handed over: the file
+//! is the same as if the run's thread had written it.
 use super::frame::{self, ConnWire, Dir, Frame, HeaderTemplate};
+use super::handoff::Handoff;
 use super::pcapng::{Direction, PcapngWriter};
 use crate::net::packet::{PacketHead, SackBlock};
 use std::fs::File;
 use std::io;
-use std::mem;
-use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
-use std::thread::{self, JoinHandle};
 
 /// Packets in a batch handed over at once: about 0.7 MB of frames at the default snap length.
 const BATCH_PACKETS: usize = 4096;
-/// Full batches that may wait for a capture's thread.
-const QUEUED_BATCHES: usize = 2;
-/// Batches of a capture: one being filled, the queued ones and one being written.
-const BATCHES: usize = QUEUED_BATCHES + 2;
 
 /// What a frame is built from: the traced flows and each connection's headers. Read only
 /// once the run starts, by the run's thread (`traced`) and the captures' (`build`).
@@ -126,43 +117,31 @@ impl Batch {
 /// A capture file and its thread (see the module note).
 pub(super) struct CaptureThread {
     batch: Batch,
-    /// `None` once closed.
-    full: Option<SyncSender<Batch>>,
-    /// Batches the thread has written, emptied, for the next hand-overs.
-    spare: Receiver<Batch>,
-    /// Batches made so far (handed over, or being filled).
-    made: usize,
-    /// Packets and bytes the file holds, once the thread is done; `None` once joined.
-    thread: Option<JoinHandle<io::Result<(u64, u64)>>>,
+    /// The file's packets and bytes, once the thread is done.
+    handoff: Handoff<Batch, (u64, u64)>,
 }
 
 impl CaptureThread {
     /// Start the thread that writes `out` (its header already in it), building frames with
     /// `framer`.
-    pub fn start(mut out: PcapngWriter<File>, framer: Arc<Framer>) -> io::Result<CaptureThread> {
-        let (full, to_write) = sync_channel::<Batch>(QUEUED_BATCHES);
-        let (give_back, spare) = channel();
-        let thread = thread::Builder::new()
-            .name("trace-capture".into())
-            .spawn(move || {
-                // ends when the run closes its side; an error ends it early, which the run
-                // sees at its next hand-over (the channel is closed) or at `finish`
-                for mut batch in to_write {
-                    batch.write(&framer, &mut out)?;
-                    batch.clear();
-                    // the run may have stopped taking spares: nothing lost
-                    let _ = give_back.send(batch);
-                }
+    pub fn start(out: PcapngWriter<File>, framer: Arc<Framer>) -> io::Result<CaptureThread> {
+        let handoff = Handoff::spawn(
+            "trace-capture",
+            (out, framer),
+            |(out, framer), batch: &mut Batch| {
+                batch.write(framer, out)?;
+                batch.clear();
+                Ok(())
+            },
+            |(out, _)| {
                 let counts = (out.packets, out.bytes);
                 out.finish()?;
                 Ok(counts)
-            })?;
+            },
+        )?;
         Ok(CaptureThread {
             batch: Batch::new(),
-            full: Some(full),
-            spare,
-            made: 1,
-            thread: Some(thread),
+            handoff,
         })
     }
 
@@ -195,32 +174,7 @@ impl CaptureThread {
         if self.batch.times.is_empty() {
             return Ok(());
         }
-        let Some(full) = &self.full else {
-            return Err(io::Error::other("capture already closed"));
-        };
-        // Every batch is reused once written: a fresh one would cost the run a page fault
-        // per page it fills. Enough are made for the run never to wait for a spare while a
-        // place in the queue is free.
-        let empty = match self.spare.try_recv() {
-            Ok(b) => Some(b),
-            Err(_) if self.made < BATCHES => {
-                self.made += 1;
-                Some(Batch::new())
-            }
-            // all in use: wait for the thread to finish one (or to stop on an error)
-            Err(_) => self.spare.recv().ok(),
-        };
-        if let Some(empty) = empty {
-            if full.send(mem::replace(&mut self.batch, empty)).is_ok() {
-                return Ok(());
-            }
-        }
-        // the thread stopped on an error: report it
-        self.full = None;
-        match self.thread.take().map(JoinHandle::join) {
-            Some(Ok(Err(e))) => Err(e),
-            _ => Err(io::Error::other("the capture's thread stopped")),
-        }
+        self.handoff.hand_over(&mut self.batch, Batch::new)
     }
 
     /// Hand everything over and wait until it is written: the packets and bytes the file
@@ -231,17 +185,7 @@ impl CaptureThread {
 
     fn close(&mut self) -> io::Result<(u64, u64)> {
         let handed = self.hand_over();
-        self.full = None;
-        let joined = self.thread.take().map(|t| {
-            t.join()
-                .unwrap_or_else(|_| Err(io::Error::other("the capture's thread panicked")))
-        });
-        match (joined, handed) {
-            // the thread's own error explains a refused hand-over
-            (Some(Err(e)), _) | (_, Err(e)) => Err(e),
-            (Some(Ok(counts)), Ok(())) => Ok(counts),
-            (None, Ok(())) => Err(io::Error::other("capture already closed")),
-        }
+        self.handoff.join(handed)
     }
 }
 
@@ -249,7 +193,7 @@ impl CaptureThread {
 /// or being gathered before the drop returns: the file ends with the last packet seen.
 impl Drop for CaptureThread {
     fn drop(&mut self) {
-        if self.thread.is_some() {
+        if self.handoff.is_open() {
             let _ = self.close();
         }
     }

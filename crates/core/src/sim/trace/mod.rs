@@ -38,6 +38,7 @@ pub mod capture;
 pub mod convert;
 pub mod events;
 pub mod frame;
+mod handoff;
 pub mod output;
 pub mod pcapng;
 

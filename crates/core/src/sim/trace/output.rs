@@ -1,25 +1,17 @@
 //! Where a trace file's bytes go: whole buffers (a megabyte of pcapng blocks or of event
 //! records) handed to a `Sink`.
 //!
-//! A `FileOutput` (the event log's) writes them on a thread of its own, so a traced run's
-//! disk writes — the kernel copying every byte into the page cache — overlap its
-//! simulation instead of adding to it. Small writes are gathered into a buffer; a full one
-//! is handed over whole (`put`), and an empty one the thread is done with taken back. At
-//! most `QUEUED_BUFFERS` full buffers wait: a run that fills them faster than the disk
-//! takes them waits for it, and memory stays bounded. The file receives exactly the bytes
-//! handed over, in the order handed over; a write error ends the thread, and the next
-//! hand-over or the end of the file reports it.
+//! A `FileOutput` (the event log's) writes them on a thread of its own (`handoff`), so a
+//! traced run's disk writes — the kernel copying every byte into the page cache — overlap
+//! its simulation instead of adding to it. Small writes are gathered into a buffer, and a
+//! full one is handed over whole (`put`). The file receives exactly the bytes handed over,
+//! in the order handed over.
+use super::handoff::Handoff;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::mem;
 use std::path::Path;
-use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
-use std::thread::{self, JoinHandle};
 
-/// Full buffers that may wait for the writing thread.
-const QUEUED_BUFFERS: usize = 2;
-/// Buffers of a file: one being filled, the queued ones and one being written.
-const BUFFERS: usize = QUEUED_BUFFERS + 2;
 /// Bytes written through `Write` gathered before they are handed over.
 const GATHER_BYTES: usize = 1 << 20;
 
@@ -64,43 +56,27 @@ impl<W: Write> Sink for BufWriter<W> {
 
 /// A file written by a thread of its own (see the module note).
 pub struct FileOutput {
-    /// `None` once closed.
-    full: Option<SyncSender<Vec<u8>>>,
-    /// Buffers the thread has written, empty, for the next hand-overs.
-    spare: Receiver<Vec<u8>>,
-    /// Buffers made so far (handed over, or being filled by the run).
-    made: usize,
+    handoff: Handoff<Vec<u8>, ()>,
     /// Bytes written through `Write`, not yet handed over.
     gather: Vec<u8>,
-    /// `None` once joined.
-    thread: Option<JoinHandle<io::Result<()>>>,
 }
 
 impl FileOutput {
     /// Create (or truncate) the file at `path` and start its thread.
     pub fn create(path: &Path) -> io::Result<FileOutput> {
-        let mut file = File::create(path)?;
-        let (full, to_write) = sync_channel::<Vec<u8>>(QUEUED_BUFFERS);
-        let (give_back, spare) = channel();
-        let thread = thread::Builder::new()
-            .name("trace-writer".into())
-            .spawn(move || {
-                // ends when the run closes its side; an error ends it early, which the run
-                // sees at its next hand-over (the channel is closed) or at `finish`
-                for mut buf in to_write {
-                    file.write_all(&buf)?;
-                    buf.clear();
-                    // the run may have stopped taking spares: nothing lost
-                    let _ = give_back.send(buf);
-                }
+        let handoff = Handoff::spawn(
+            "trace-writer",
+            File::create(path)?,
+            |file: &mut File, buf: &mut Vec<u8>| {
+                file.write_all(buf)?;
+                buf.clear();
                 Ok(())
-            })?;
+            },
+            |_| Ok(()),
+        )?;
         Ok(FileOutput {
-            full: Some(full),
-            spare,
-            made: 1,
+            handoff,
             gather: Vec::new(),
-            thread: Some(thread),
         })
     }
 
@@ -112,15 +88,7 @@ impl FileOutput {
     fn close(&mut self) -> io::Result<()> {
         let mut gathered = mem::take(&mut self.gather);
         let handed = self.put(&mut gathered);
-        self.full = None;
-        let written = match self.thread.take() {
-            Some(t) => t
-                .join()
-                .unwrap_or_else(|_| Err(io::Error::other("the trace writer's thread panicked"))),
-            None => Ok(()),
-        };
-        // the thread's own error explains a refused hand-over
-        written.and(handed)
+        self.handoff.join(handed)
     }
 }
 
@@ -129,32 +97,8 @@ impl Sink for FileOutput {
         if buf.is_empty() {
             return Ok(());
         }
-        let Some(full) = &self.full else {
-            return Err(io::Error::other("trace file already closed"));
-        };
-        // Every buffer is reused once written: a fresh one would cost the run a page fault
-        // per page it fills. Enough are made for the run never to wait for a spare while
-        // a place in the queue is free.
-        let empty = match self.spare.try_recv() {
-            Ok(b) => Some(b),
-            Err(_) if self.made < BUFFERS => {
-                self.made += 1;
-                Some(Vec::with_capacity(buf.capacity()))
-            }
-            // all in use: wait for the thread to finish one (or to stop on an error)
-            Err(_) => self.spare.recv().ok(),
-        };
-        if let Some(empty) = empty {
-            if full.send(mem::replace(buf, empty)).is_ok() {
-                return Ok(());
-            }
-        }
-        // the thread stopped on an error: report it
-        self.full = None;
-        match self.thread.take().map(JoinHandle::join) {
-            Some(Ok(Err(e))) => Err(e),
-            _ => Err(io::Error::other("the trace writer's thread stopped")),
-        }
+        let capacity = buf.capacity();
+        self.handoff.hand_over(buf, || Vec::with_capacity(capacity))
     }
 }
 
@@ -184,7 +128,9 @@ impl Write for FileOutput {
 /// or gathered before the drop returns, as a `BufWriter`'s does.
 impl Drop for FileOutput {
     fn drop(&mut self) {
-        let _ = self.close();
+        if self.handoff.is_open() {
+            let _ = self.close();
+        }
     }
 }
 
