@@ -57,7 +57,8 @@ fn a_traced_600_s_50_mbit_run_streams_to_disk_in_bounded_memory() {
     // each on disk.
     assert!(packets > 5_000_000, "{packets} frames");
     assert!(written > 500_000_000, "{written} bytes");
-    // Kept in memory: the per-connection header state and a 1 MiB buffer per file.
+    // Kept in memory: the per-connection header state and, per file, what waits for the
+    // file's thread (at most four batches of packets or buffers) and its 1 MiB buffer.
     let grew = traced_kib.saturating_sub(untraced_kib);
     eprintln!(
         "peak RSS {untraced_kib} KiB untraced, {traced_kib} KiB traced: {packets} frames, \
