@@ -1,5 +1,6 @@
 //! The binary series file a run streams its per-interval samples to (`api::run_json_series`):
-//! the only file the core writes, so that a run's memory does not grow with its duration.
+//! the only file an untraced run's core writes (a traced run's captures and event log are
+//! `sim::trace`'s), so that a run's memory does not grow with its duration.
 //! The simulation itself does no I/O; it hands chunks to this `SeriesSink`.
 //!
 //! Layout (little-endian; `docs/interface.md` "Series file"):
