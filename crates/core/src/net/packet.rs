@@ -208,6 +208,12 @@ impl PacketPool {
         &self.heads[i as usize]
     }
 
+    /// The SACK block slots of packet `i`: its `n_sack` blocks first, the others unused.
+    #[inline]
+    pub fn sack_slots(&self, i: u32) -> &[SackBlock; 4] {
+        &self.sacks[i as usize]
+    }
+
     /// SACK blocks of packet `i` (empty when it has none).
     #[inline]
     pub fn sacks(&self, i: u32) -> &[SackBlock] {

@@ -145,20 +145,18 @@ impl CaptureThread {
         })
     }
 
-    /// Packet `p` (SACK blocks `sacks`) is seen at `t_ns` going `dir`.
+    /// Packet `p` (SACK block slots `sacks`) is seen at `t_ns` going `dir`.
     #[inline]
     pub fn push(
         &mut self,
         t_ns: u64,
         dir: Direction,
         p: &PacketHead,
-        sacks: &[SackBlock],
+        sacks: &[SackBlock; 4],
     ) -> io::Result<()> {
         let b = &mut self.batch;
         if p.n_sack > 0 {
-            let mut blocks = [SackBlock::default(); 4];
-            blocks[..sacks.len()].copy_from_slice(sacks);
-            b.sacks.push(blocks);
+            b.sacks.push(*sacks);
         }
         b.times.push(t_ns);
         b.dirs.push(dir);

@@ -141,14 +141,14 @@ struct Capture {
 }
 
 impl Capture {
-    /// Packet `p` (SACK blocks `sacks`) is seen at `t_ns` going `dir`.
+    /// Packet `p` (SACK block slots `sacks`) is seen at `t_ns` going `dir`.
     #[inline]
     fn write(
         &mut self,
         t_ns: u64,
         dir: Direction,
         p: &PacketHead,
-        sacks: &[SackBlock],
+        sacks: &[SackBlock; 4],
     ) -> Result<(), String> {
         self.out
             .push(t_ns, dir, p, sacks)
@@ -162,6 +162,9 @@ const INGRESS: usize = 1;
 /// The direction of the packets of each way at a capture point: leaving a link is arriving
 /// at the capture point behind it, entering one leaving the point in front of it.
 const WAY_DIRECTION: [Direction; 2] = [Direction::Inbound, Direction::Outbound];
+
+/// The SACK block slots of a packet that carries none.
+const NO_SACKS: [SackBlock; 4] = [SackBlock { start: 0, end: 0 }; 4];
 
 /// What `AheadQueue::first` says of an empty queue: no packet is seen this late (a run
 /// ends before it).
@@ -191,22 +194,19 @@ impl AheadQueue {
         debug_assert!(self.times.back().is_none_or(|&t| t <= t_ns) && t_ns < NONE_DUE);
         let head = pool.get(idx);
         if head.n_sack > 0 {
-            let mut blocks = [SackBlock::default(); 4];
-            let sacks = pool.sacks(idx);
-            blocks[..sacks.len()].copy_from_slice(sacks);
-            self.sacks.push_back(blocks);
+            self.sacks.push_back(*pool.sack_slots(idx));
         }
         self.times.push_back(t_ns);
         self.heads.push_back(*head);
     }
 
-    /// The first packet not yet written: its head and SACK blocks.
+    /// The first packet not yet written: its head and SACK block slots.
     #[inline]
-    fn front(&self) -> (&PacketHead, &[SackBlock]) {
+    fn front(&self) -> (&PacketHead, &[SackBlock; 4]) {
         let head = self.heads.front().expect("a time has its head");
         let sacks = match head.n_sack {
-            0 => &[][..],
-            n => &self.sacks.front().expect("kept with its head")[..n as usize],
+            0 => &NO_SACKS,
+            _ => self.sacks.front().expect("kept with its head"),
         };
         (head, sacks)
     }
@@ -526,7 +526,7 @@ impl Tracer {
         self.write_ahead(cap as usize, now.ns());
         let c = &mut self.captures[cap as usize];
         let dir = WAY_DIRECTION[way];
-        if let Err(e) = c.write(now.ns(), dir, pool.get(idx), pool.sacks(idx)) {
+        if let Err(e) = c.write(now.ns(), dir, pool.get(idx), pool.sack_slots(idx)) {
             self.error = Some(e);
         }
     }
