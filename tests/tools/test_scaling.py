@@ -3,7 +3,16 @@ the physical bounds of the path (the speed itself is measured by `make bench`, n
 
 from __future__ import annotations
 
-from tcplab.tools.scaling import ScalePoint, dumbbell, held_load, measure, scaling_targets
+import pytest
+from tcplab.tools.scaling import (
+    ScalePoint,
+    cost_splits,
+    dumbbell,
+    held_load,
+    main,
+    measure,
+    scaling_targets,
+)
 
 
 def test_a_dumbbell_has_the_asked_flows_rate_and_length() -> None:
@@ -36,12 +45,32 @@ def test_a_point_counts_what_the_link_can_carry() -> None:
     # at most 8 a packet. The core's shortcuts (a packet passed on, handed over, handled at
     # its endpoint ahead of time) only take events away; some remain (the series samples).
     assert 0 < point.events <= 8 * point.delivered_pkts
+    # Every delivered packet was sent at least once, and Linux's receiver acknowledges at
+    # least every second full segment: at least 1.5 packets sent per delivered one, less a
+    # few for the ACK of an odd last segment. At most, every segment was acknowledged on its
+    # own, and the unacknowledged tail is at most the path's 2 BDP queue plus one BDP
+    # (4 Mbit/s x 40 ms = 13.3 packets, so about 40) of the more than 333 delivered.
+    assert 1.45 < point.sent_per_pkt < 2 * (1 + 40 / 333)
     assert point.cpu_s > 0
     assert point.peak_rss_mib >= point.base_rss_mib > 0
 
 
-def _point(axis: str, flows: int, rate: str, cpu_s: float, pkts: float) -> ScalePoint:
-    return ScalePoint(axis, flows, rate, "60 s", "1000 ms", cpu_s, int(2 * pkts), pkts, 10, 5)
+def _point(
+    axis: str, flows: int, rate: str, cpu_s: float, pkts: float, events_per_pkt: float = 2
+) -> ScalePoint:
+    return ScalePoint(
+        axis,
+        flows,
+        rate,
+        "60 s",
+        "1000 ms",
+        cpu_s,
+        int(events_per_pkt * pkts),
+        pkts,
+        10,
+        5,
+        sent_pkts=int(1.5 * pkts),
+    )
 
 
 def test_the_scaling_targets_compare_cpu_per_delivered_packet() -> None:
@@ -65,3 +94,42 @@ def test_the_scaling_targets_compare_cpu_per_delivered_packet() -> None:
     assert points[0].events_per_pkt == 2
     # a table without its reference points states no target
     assert scaling_targets(points[1:3]) == []
+
+
+def test_a_target_ratio_splits_into_events_per_packet_and_cpu_per_event() -> None:
+    one = _point("flows", 1, "1000 Mbit/s", 0.5, 5e6, events_per_pkt=1)  # 100 ns an event
+    many = ScalePoint(
+        "flows",
+        1_000,
+        "1000 Mbit/s",
+        "60 s",
+        "1000 ms",
+        cpu_s=1.5,
+        events=int(2.5 * 5e6),
+        delivered_pkts=5e6,
+        peak_rss_mib=10,
+        base_rss_mib=5,
+        sent_pkts=int(1.8 * 5e6),
+    )
+    [split] = cost_splits([one, many])
+    # 300 ns against 100 ns a delivered packet: 2.5 events against 1, of 120 ns against 100
+    assert split.what == "1,000 flows against one"
+    assert round(split.cost_ratio, 9) == 3.0
+    assert round(split.events_ratio, 9) == 2.5
+    assert round(split.per_event_ratio, 9) == 1.2
+    # 1.8 packets sent per delivered one against 1.5
+    assert round(split.sent_ratio, 9) == 1.2
+    assert split.describe().startswith(
+        "1,000 flows against one: 3.00x the CPU per delivered packet = 2.50x the events"
+    )
+    assert cost_splits([many]) == []
+
+
+def test_the_table_alone_refuses_a_bad_duration_in_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["--duration", "soon"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith('error: duration = "soon"')
+    assert "allowed: ns, us, ms, s, min" in err

@@ -34,7 +34,7 @@ from ..results.provenance import git_commit
 from ..runner import run_scenario
 from ..scenario.load import load_scenario
 from .demo import builtin_scenario
-from .scaling import print_scaling, run_scaling, scaling_targets
+from .scaling import cost_splits, print_scaling_report, run_scaling, scaling_targets
 from .studybench import print_study_benchmarks, run_study_benchmarks, study_targets
 from .trace_bench import describe as describe_trace
 from .trace_bench import run_trace_benchmark
@@ -268,9 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     scaling = [] if args.no_scaling else run_scaling(args.duration, held=args.held_load)
     if scaling:
-        print_scaling(scaling)
-        for target in scaling_targets(scaling):
-            print(target.describe())
+        print_scaling_report(scaling)
     studies = (
         []
         if args.no_study
@@ -299,6 +297,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "tracing": {**asdict(trace), "null_ratio": trace.null_ratio},
         "scaling": [point.as_dict() for point in scaling],
         "scaling_targets": [{**asdict(t), "met": t.met} for t in scaling_targets(scaling)],
+        "scaling_cost_splits": [asdict(split) for split in cost_splits(scaling)],
         "startup": [{**asdict(row), "above_baseline_s": row.above_baseline_s} for row in startup],
     }
     write_json(report, out_dir / "bench.json")

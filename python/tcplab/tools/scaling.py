@@ -88,6 +88,7 @@ print(json.dumps({
     "cpu_s": cpu_s,
     "events": result["events"],
     "delivered_bytes": sum(f["bytes_delivered"] for f in result["flows"]),
+    "sent_pkts": sum(f["segments_sent"] + f["acks_sent"] for f in result["flows"]),
     "rss_before_kib": rss_before_kib,
     "peak_rss_kib": peak_kib,
 }))
@@ -106,6 +107,8 @@ class ScalePoint:
     delivered_pkts: float
     peak_rss_mib: float
     base_rss_mib: float
+    #: Packets the endpoints sent: data segments (retransmissions included) and pure ACKs.
+    sent_pkts: int = 0
 
     @property
     def delivered_pkts_per_cpu_s(self) -> float:
@@ -118,6 +121,15 @@ class ScalePoint:
     @property
     def events_per_pkt(self) -> float:
         return self.events / self.delivered_pkts if self.delivered_pkts > 0 else float("nan")
+
+    @property
+    def sent_per_pkt(self) -> float:
+        """Packets the endpoints sent per delivered packet: the protocol's own work."""
+        return self.sent_pkts / self.delivered_pkts if self.delivered_pkts > 0 else float("nan")
+
+    @property
+    def cpu_ns_per_event(self) -> float:
+        return self.cpu_s * 1e9 / self.events if self.events > 0 else float("nan")
 
     @property
     def run_rss_mib(self) -> float:
@@ -137,6 +149,9 @@ class ScalePoint:
             "delivered_pkts_per_cpu_s": self.delivered_pkts_per_cpu_s,
             "events_per_cpu_s": self.events_per_cpu_s,
             "events_per_pkt": self.events_per_pkt,
+            "sent_pkts": self.sent_pkts,
+            "sent_per_pkt": self.sent_per_pkt,
+            "cpu_ns_per_event": self.cpu_ns_per_event,
             "peak_rss_mib": self.peak_rss_mib,
             "run_rss_mib": self.run_rss_mib,
         }
@@ -208,6 +223,7 @@ def measure(axis: str, scenario: dict[str, Any]) -> ScalePoint:
         delivered_pkts=m["delivered_bytes"] / MSS_BYTES,
         peak_rss_mib=m["peak_rss_kib"] / 1024,
         base_rss_mib=m["rss_before_kib"] / 1024,
+        sent_pkts=m["sent_pkts"],
     )
 
 
@@ -223,15 +239,67 @@ def run_scaling(duration: str | None = None, held: bool = False) -> list[ScalePo
     return points
 
 
+def _target_pairs(
+    points: Sequence[ScalePoint],
+) -> list[tuple[tuple[str, int, str], ScalePoint, ScalePoint]]:
+    """(key, point, reference) for each pair of `TARGETS` the table has."""
+    by_key = {(p.axis, p.flows, p.rate): p for p in points}
+    pairs = []
+    for key, ref_key in TARGETS:
+        point, ref = by_key.get(key), by_key.get(ref_key)
+        if point is not None and ref is not None:
+            pairs.append((key, point, ref))
+    return pairs
+
+
+@dataclass(frozen=True)
+class CostSplit:
+    """Why a point costs more per delivered packet than its reference: the ratio of CPU per
+    delivered packet is exactly the product of the ratio of events per delivered packet
+    and the ratio of CPU per event. The packets the endpoints sent per delivered packet
+    (data, retransmissions and ACKs) are the protocol's share of the first factor."""
+
+    what: str
+    cost_ratio: float
+    events_ratio: float
+    per_event_ratio: float
+    sent_ratio: float
+
+    def describe(self) -> str:
+        return (
+            f"{self.what}: {self.cost_ratio:.2f}x the CPU per delivered packet"
+            f" = {self.events_ratio:.2f}x the events per delivered packet"
+            f" x {self.per_event_ratio:.2f}x the CPU per event;"
+            f" the endpoints sent {self.sent_ratio:.2f}x the packets per delivered packet"
+        )
+
+
+def cost_splits(points: Sequence[ScalePoint]) -> list[CostSplit]:
+    """The split of each scaling target's ratio (`CostSplit`)."""
+    out = []
+    for key, point, ref in _target_pairs(points):
+        what = (
+            f"{point.flows:,} flows against one"
+            if key[0] == "flows"
+            else (f"{point.rate} against {ref.rate}")
+        )
+        out.append(
+            CostSplit(
+                what,
+                cost_ratio=ref.delivered_pkts_per_cpu_s / point.delivered_pkts_per_cpu_s,
+                events_ratio=point.events_per_pkt / ref.events_per_pkt,
+                per_event_ratio=point.cpu_ns_per_event / ref.cpu_ns_per_event,
+                sent_ratio=point.sent_per_pkt / ref.sent_per_pkt,
+            )
+        )
+    return out
+
+
 def scaling_targets(points: Sequence[ScalePoint]) -> list[Target]:
     """The scaling goal at each point of `TARGETS` the table has: its CPU per delivered
     packet over its reference's (points of a shortened table are compared too)."""
-    by_key = {(p.axis, p.flows, p.rate): p for p in points}
     out = []
-    for key, ref_key in TARGETS:
-        point, ref = by_key.get(key), by_key.get(ref_key)
-        if point is None or ref is None:
-            continue
+    for key, point, ref in _target_pairs(points):
         ratio = ref.delivered_pkts_per_cpu_s / point.delivered_pkts_per_cpu_s
         what = (
             f"scaling target, {point.flows:,} flows against one"
@@ -257,6 +325,8 @@ def print_scaling(points: Sequence[ScalePoint]) -> None:
         "delivered pkts/CPU-s",
         "events/CPU-s",
         "events per pkt",
+        "sent per pkt",
+        "CPU ns per event",
         "peak RSS MiB",
         "of it the run",
     )
@@ -273,7 +343,47 @@ def print_scaling(points: Sequence[ScalePoint]) -> None:
             f"{p.delivered_pkts_per_cpu_s:,.0f}",
             f"{p.events_per_cpu_s:,.0f}",
             f"{p.events_per_pkt:.2f}",
+            f"{p.sent_per_pkt:.2f}",
+            f"{p.cpu_ns_per_event:.0f}",
             f"{p.peak_rss_mib:.0f}",
             f"{p.run_rss_mib:.0f}",
         )
-    Console(highlight=False, width=None if sys.stdout.isatty() else 160).print(table)
+    Console(highlight=False, width=None if sys.stdout.isatty() else 180).print(table)
+
+
+def print_scaling_report(points: Sequence[ScalePoint]) -> None:
+    """The table, a line per scaling target and the split of each target's ratio."""
+    print_scaling(points)
+    for target in scaling_targets(points):
+        print(target.describe())
+    for split in cost_splits(points):
+        print(split.describe())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m tcplab.tools.scaling`: the scaling table of `make bench` alone."""
+    import argparse
+
+    from ..errors import ScenarioError
+
+    parser = argparse.ArgumentParser(
+        prog="python -m tcplab.tools.scaling", description=main.__doc__
+    )
+    parser.add_argument(
+        "--duration", default=None, help='simulated time of the flow and rate axes (default "60s")'
+    )
+    parser.add_argument(
+        "--held-load", action="store_true", help="add the held-load axis (5 GiB of memory)"
+    )
+    args = parser.parse_args(argv)
+    try:
+        points = run_scaling(args.duration, held=args.held_load)
+    except ScenarioError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print_scaling_report(points)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
