@@ -95,6 +95,11 @@ print(json.dumps({
 """
 
 
+def _per(amount: float, per: float) -> float:
+    """`amount` per unit of `per` (not a number when there is none of it)."""
+    return amount / per if per > 0 else float("nan")
+
+
 @dataclass(frozen=True)
 class ScalePoint:
     axis: str
@@ -112,24 +117,24 @@ class ScalePoint:
 
     @property
     def delivered_pkts_per_cpu_s(self) -> float:
-        return self.delivered_pkts / self.cpu_s if self.cpu_s > 0 else float("nan")
+        return _per(self.delivered_pkts, self.cpu_s)
 
     @property
     def events_per_cpu_s(self) -> float:
-        return self.events / self.cpu_s if self.cpu_s > 0 else float("nan")
+        return _per(self.events, self.cpu_s)
 
     @property
     def events_per_pkt(self) -> float:
-        return self.events / self.delivered_pkts if self.delivered_pkts > 0 else float("nan")
+        return _per(self.events, self.delivered_pkts)
 
     @property
     def sent_per_pkt(self) -> float:
         """Packets the endpoints sent per delivered packet: the protocol's own work."""
-        return self.sent_pkts / self.delivered_pkts if self.delivered_pkts > 0 else float("nan")
+        return _per(self.sent_pkts, self.delivered_pkts)
 
     @property
     def cpu_ns_per_event(self) -> float:
-        return self.cpu_s * 1e9 / self.events if self.events > 0 else float("nan")
+        return _per(self.cpu_s * 1e9, self.events)
 
     @property
     def run_rss_mib(self) -> float:
