@@ -30,10 +30,10 @@ from .. import __version__, _core
 
 #: How long a `git` query may take before the commit is reported as unknown.
 _GIT_TIMEOUT_S = 5.0
-#: The package directory (python/tcplab in a source tree).
 #: The Parquet key-value metadata key under which a file holds its provenance as JSON
 #: (tables, series files, event logs: docs/results.md "Exported files").
 PARQUET_KEY: Final = b"tcplab.results.provenance"
+#: The package directory (python/tcplab in a source tree).
 _PACKAGE_DIR: Final = Path(__file__).resolve().parents[1]
 #: What a built package records of the tree it was built from (`packaging/dist.py` writes it
 #: into the wheel and the sdist; a source tree has none and asks git instead).

@@ -244,17 +244,25 @@ def run_scaling(duration: str | None = None, held: bool = False) -> list[ScalePo
     return points
 
 
-def _target_pairs(
-    points: Sequence[ScalePoint],
-) -> list[tuple[tuple[str, int, str], ScalePoint, ScalePoint]]:
-    """(key, point, reference) for each pair of `TARGETS` the table has."""
+def _target_pairs(points: Sequence[ScalePoint]) -> list[tuple[str, ScalePoint, ScalePoint]]:
+    """(what is compared, point, reference) for each pair of `TARGETS` the table has."""
     by_key = {(p.axis, p.flows, p.rate): p for p in points}
     pairs = []
     for key, ref_key in TARGETS:
         point, ref = by_key.get(key), by_key.get(ref_key)
         if point is not None and ref is not None:
-            pairs.append((key, point, ref))
+            what = (
+                f"{point.flows:,} flows against one"
+                if key[0] == "flows"
+                else f"{point.rate} against {ref.rate}"
+            )
+            pairs.append((what, point, ref))
     return pairs
+
+
+def _cost_ratio(point: ScalePoint, ref: ScalePoint) -> float:
+    """CPU per delivered packet at `point` over that at `ref`."""
+    return ref.delivered_pkts_per_cpu_s / point.delivered_pkts_per_cpu_s
 
 
 @dataclass(frozen=True)
@@ -282,16 +290,11 @@ class CostSplit:
 def cost_splits(points: Sequence[ScalePoint]) -> list[CostSplit]:
     """The split of each scaling target's ratio (`CostSplit`)."""
     out = []
-    for key, point, ref in _target_pairs(points):
-        what = (
-            f"{point.flows:,} flows against one"
-            if key[0] == "flows"
-            else (f"{point.rate} against {ref.rate}")
-        )
+    for what, point, ref in _target_pairs(points):
         out.append(
             CostSplit(
                 what,
-                cost_ratio=ref.delivered_pkts_per_cpu_s / point.delivered_pkts_per_cpu_s,
+                cost_ratio=_cost_ratio(point, ref),
                 events_ratio=point.events_per_pkt / ref.events_per_pkt,
                 per_event_ratio=point.cpu_ns_per_event / ref.cpu_ns_per_event,
                 sent_ratio=point.sent_per_pkt / ref.sent_per_pkt,
@@ -304,14 +307,16 @@ def scaling_targets(points: Sequence[ScalePoint]) -> list[Target]:
     """The scaling goal at each point of `TARGETS` the table has: its CPU per delivered
     packet over its reference's (points of a shortened table are compared too)."""
     out = []
-    for key, point, ref in _target_pairs(points):
-        ratio = ref.delivered_pkts_per_cpu_s / point.delivered_pkts_per_cpu_s
-        what = (
-            f"scaling target, {point.flows:,} flows against one"
-            if key[0] == "flows"
-            else f"scaling target, {point.rate} against {ref.rate}"
+    for what, point, ref in _target_pairs(points):
+        out.append(
+            Target(
+                f"scaling target, {what}, CPU per delivered packet",
+                _cost_ratio(point, ref),
+                MAX_COST_RATIO,
+                True,
+                "x",
+            )
         )
-        out.append(Target(f"{what}, CPU per delivered packet", ratio, MAX_COST_RATIO, True, "x"))
     return out
 
 
